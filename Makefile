@@ -1,0 +1,79 @@
+# Funnybone — `make run` starts the platform, `make test` runs the whole suite.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+# Find a Python >= 3.12 (Django 6 needs it): PYTHON=..., then the usual names, then pyenv.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
+
+.PHONY: help run test lint format venv deps dev-deps browser migrate demo worker clean
+
+help:
+	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
+	@echo "make test  - set up and run the whole test suite"
+	@echo "make lint  - ruff lint and format check"
+
+$(PY):
+	@if [ -z "$(PYTHON)" ]; then \
+		echo "error: Funnybone needs Python 3.12 or newer (Django 6). None was found on PATH or in ~/.pyenv."; \
+		echo "       Install one, or name it: make PYTHON=/path/to/python3.12 ..."; exit 1; fi
+	@echo "Using $(PYTHON) ($$($(PYTHON) --version))"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+venv: $(PY)
+
+$(VENV)/.deps: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(VENV)/.deps $@
+
+deps: $(VENV)/.deps
+dev-deps: $(VENV)/.dev-deps
+
+# The browser tests drive Debian's Chromium (Playwright cannot download its own here).
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ -z "$$FUNNYBONE_CHROMIUM" ]; then \
+		echo "Installing Debian chromium for the browser tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+migrate: deps
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py load_demo
+
+run: demo
+	@echo "Starting the Celery worker and the web server on http://$(HOST):$(PORT) (Ctrl-C stops both)"
+	@echo "Researcher login: demo / demo-password (created by load_demo for local use)"
+	@$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & WORKER=$$!; \
+		trap "kill $$WORKER 2>/dev/null" EXIT INT TERM; \
+		DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+
+worker: deps
+	$(BIN)/celery -A funnybone worker --loglevel=INFO
+
+test: dev-deps browser
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: dev-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: dev-deps
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

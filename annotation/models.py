@@ -1,0 +1,269 @@
+"""What a study collects: studies, items, candidates, raters, assignments, judgments.
+
+Every judgment, human or model, has the same shape (see ARCHITECTURE.md): who
+(a Rater), what (an Item, and for items with candidates the order they were
+shown in), the value (validated by the study's task type) and provenance.
+Counts such as "judgments per item" are always derived from these rows, never
+stored as counters that could drift.
+"""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+def _token() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def _completion_code() -> str:
+    return secrets.token_hex(4).upper()
+
+
+def _seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+class Study(models.Model):
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    class ItemOrder(models.TextChoices):
+        RANDOM_PER_RATER = "random_per_rater", "Random, different for each rater"
+        SHARED_RANDOM = "shared_random", "Random, the same for every rater"
+        AS_LISTED = "as_listed", "As listed"
+
+    class AttentionPolicy(models.TextChoices):
+        FLAG = "flag", "Flag the rater and exclude from aggregates"
+        END = "end", "End the rater's session"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="studies")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    description = models.TextField(blank=True)
+    protocol = models.CharField(max_length=40, blank=True, help_text="Study template it follows, if any.")
+    task_type = models.CharField(max_length=40)
+    config = models.JSONField(default=dict, blank=True, help_text="Task-type settings: labels, scale, ...")
+    quota_per_item = models.PositiveIntegerField(default=3)
+    per_rater_cap = models.PositiveIntegerField(null=True, blank=True)
+    item_order = models.CharField(max_length=20, choices=ItemOrder, default=ItemOrder.RANDOM_PER_RATER)
+    attention_check_rate = models.FloatField(default=0.0, help_text="Share of a rater's items that are checks.")
+    attention_check_policy = models.CharField(max_length=10, choices=AttentionPolicy, default=AttentionPolicy.FLAG)
+    attention_check_max_failures = models.PositiveIntegerField(
+        default=0, help_text="Failures allowed before the policy applies."
+    )
+    min_seconds_per_item = models.FloatField(default=0.0, help_text="Answers faster than this are flagged.")
+    consent_text = models.TextField(blank=True)
+    instructions_text = models.TextField(blank=True)
+    completion_code = models.CharField(max_length=64, default=_completion_code)
+    completion_redirect_url = models.URLField(blank=True)
+    entry_token = models.CharField(max_length=40, unique=True, default=_token)
+    seed = models.PositiveIntegerField(default=_seed)
+    state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(attention_check_rate__gte=0) & Q(attention_check_rate__lt=1),
+                name="study_attention_rate_range",
+            ),
+            models.CheckConstraint(condition=Q(quota_per_item__gte=1), name="study_quota_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == self.State.OPEN
+
+
+class Item(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the imported list.")
+    prompt = models.TextField(blank=True, help_text="Prompt, setup or headline shown above the text.")
+    text = models.TextField(blank=True, help_text="The joke, response or headline being judged.")
+    metadata = models.JSONField(default=dict, blank=True, help_text="Never shown to annotators.")
+    gold = models.JSONField(null=True, blank=True, help_text="Known answer, in the task type's value shape.")
+    is_attention_check = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="item_unique_external_id"),
+            models.CheckConstraint(
+                condition=Q(is_attention_check=False) | Q(gold__isnull=False),
+                name="item_attention_check_has_gold",
+            ),
+        ]
+        indexes = [models.Index(fields=["study", "is_attention_check", "position"])]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}:{self.external_id}"
+
+
+class Candidate(models.Model):
+    """One of the texts an item offers for comparison or choice.
+
+    ``key`` is the item-local identity stored in judgment values. It and
+    ``provenance`` (generating model, explanation source, ...) never reach an
+    annotator: forms post the displayed position instead.
+    """
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidates")
+    key = models.CharField(max_length=100)
+    position = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+    context = models.TextField(blank=True, help_text="Its own prompt, when options come from different prompts.")
+    provenance = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["item", "key"], name="candidate_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}:{self.key}"
+
+
+class Rater(models.Model):
+    class Kind(models.TextChoices):
+        EXPERT = "expert", "Expert"
+        CROWD = "crowd", "Crowdworker"
+        LLM = "llm", "LLM judge"
+        BASELINE = "baseline", "Baseline judge"
+
+    kind = models.CharField(max_length=10, choices=Kind)
+    name = models.CharField(max_length=200, blank=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="rater"
+    )
+    external_id = models.CharField(max_length=200, blank=True, help_text="e.g. a Prolific participant id")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "external_id"],
+                condition=~Q(external_id=""),
+                name="rater_unique_external_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.external_id or f"rater {self.pk}"
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind in (self.Kind.EXPERT, self.Kind.CROWD)
+
+
+class Enrollment(models.Model):
+    """A rater's session in one study: consent, progress, exclusion, completion."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="enrollments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="enrollments")
+    entry_params = models.JSONField(default=dict, blank=True, help_text="e.g. STUDY_ID, SESSION_ID")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    instructed_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    excluded = models.BooleanField(default=False)
+    excluded_reason = models.CharField(max_length=200, blank=True)
+    ended_early = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "rater"], name="enrollment_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} in {self.study}"
+
+
+class Invitation(models.Model):
+    """An expert's personal invitation to a study; accepted after logging in."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(blank=True)
+    token = models.CharField(max_length=40, unique=True, default=_token)
+    rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study} for {self.email or 'anyone'}"
+
+
+class Assignment(models.Model):
+    """An item handed to a rater, with the lease and the order candidates were shown in."""
+
+    class State(models.TextChoices):
+        LEASED = "leased", "Leased"
+        DONE = "done", "Done"
+        RELEASED = "released", "Released"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="assignments")
+    trial = models.PositiveIntegerField(default=0, help_text="Repeat index for LLM judges; 0 for people.")
+    sequence = models.PositiveIntegerField(default=0, help_text="Position in the rater's own sequence.")
+    state = models.CharField(max_length=10, choices=State, default=State.LEASED)
+    shown_order = models.JSONField(default=list, blank=True, help_text="Candidate keys in display order.")
+    leased_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    shown_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "item", "trial"], name="assignment_unique_rater_item_trial")
+        ]
+        indexes = [
+            models.Index(fields=["item", "state", "lease_expires_at"]),
+            models.Index(fields=["rater", "study", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} → {self.item}"
+
+
+class Judgment(models.Model):
+    class Status(models.TextChoices):
+        OK = "ok", "Judged"
+        UNPARSEABLE = "unparseable", "Unparseable answer"
+        FAILED = "failed", "Failed"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="judgment")
+    # Denormalised from the assignment so the statistics read one table.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="judgments")
+    status = models.CharField(max_length=12, choices=Status, default=Status.OK)
+    value = models.JSONField(null=True, blank=True)
+    shown_order = models.JSONField(default=list, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    too_fast = models.BooleanField(default=False)
+    attention_passed = models.BooleanField(null=True, blank=True, help_text="Set on attention-check items only.")
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status="ok", value__isnull=False) | ~Q(status="ok"),
+                name="judgment_ok_has_value",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["study", "status"]),
+            models.Index(fields=["item", "status"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.item}: {self.value}"

@@ -1,0 +1,183 @@
+"""Creating and configuring studies and their items."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.text import slugify
+
+from ..models import Candidate, Item, Study
+from ..task_types import get_task_type
+
+STUDY_FIELDS = {
+    "description",
+    "protocol",
+    "quota_per_item",
+    "per_rater_cap",
+    "item_order",
+    "attention_check_rate",
+    "attention_check_policy",
+    "attention_check_max_failures",
+    "min_seconds_per_item",
+    "consent_text",
+    "instructions_text",
+    "completion_code",
+    "completion_redirect_url",
+}
+
+
+@dataclass
+class CandidateSpec:
+    key: str
+    text: str
+    context: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ItemSpec:
+    """One item as an importer read it; ``row`` names where it came from for messages."""
+
+    external_id: str
+    prompt: str = ""
+    text: str = ""
+    candidates: list[CandidateSpec] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    gold: Any = None
+    is_attention_check: bool = False
+    row: str = ""
+
+
+class ImportErrors(ValidationError):
+    """Row-level problems; nothing was written."""
+
+    def __init__(self, errors: list[str]):
+        self.errors_by_row = errors
+        super().__init__(errors)
+
+
+def _unique_slug(name: str) -> str:
+    base = slugify(name)[:60] or "study"
+    slug, n = base, 2
+    while Study.objects.filter(slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def study_create(
+    *, owner: AbstractBaseUser, name: str, task_type: str, config: dict[str, Any] | None = None, **options: Any
+) -> Study:
+    unknown = set(options) - STUDY_FIELDS
+    if unknown:
+        raise ValidationError(f"Unknown study setting(s): {', '.join(sorted(unknown))}.")
+    if not name.strip():
+        raise ValidationError("A study needs a name.")
+    kind = get_task_type(task_type)
+    study = Study(owner=owner, name=name.strip(), task_type=task_type, config=kind.config(config), **options)
+    study.slug = _unique_slug(name)
+    study.full_clean()
+    study.save()
+    return study
+
+
+def study_update(*, study: Study, **changes: Any) -> Study:
+    unknown = set(changes) - STUDY_FIELDS - {"name", "config"}
+    if unknown:
+        raise ValidationError(f"Unknown study setting(s): {', '.join(sorted(unknown))}.")
+    if "config" in changes and study.judgments.exists():
+        raise ValidationError("The task configuration cannot change once judgments exist.")
+    for key, value in changes.items():
+        setattr(study, key, value)
+    if "config" in changes:
+        study.config = get_task_type(study.task_type).config(changes["config"])
+    study.full_clean()
+    study.save()
+    return study
+
+
+def study_set_state(*, study: Study, state: str) -> Study:
+    if state not in Study.State.values:
+        raise ValidationError(f"Unknown state {state!r}.")
+    if state == Study.State.OPEN and not study.items.filter(is_attention_check=False).exists():
+        raise ValidationError("Add items before opening the study.")
+    study.state = state
+    study.save(update_fields=["state", "updated_at"])
+    return study
+
+
+def _check_item(study: Study, spec: ItemSpec, seen: set[str]) -> list[str]:
+    where = spec.row or spec.external_id
+    problems: list[str] = []
+    if not spec.external_id:
+        problems.append(f"{where}: missing item id.")
+    elif spec.external_id in seen:
+        problems.append(f"{where}: duplicate item id {spec.external_id!r}.")
+    seen.add(spec.external_id)
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    keys = [c.key for c in spec.candidates]
+    if not (spec.text or spec.prompt or spec.candidates):
+        problems.append(f"{where}: the item has no text.")
+    try:
+        task_type.check_candidates(keys)
+    except ValidationError as exc:
+        problems.extend(f"{where}: {m}" for m in exc.messages)
+    if task_type.name == "micro_edit":
+        from ..task_types.free_text import marked_token
+
+        try:
+            marked_token(spec.text)
+        except ValidationError as exc:
+            problems.extend(f"{where}: {m}" for m in exc.messages)
+    if spec.is_attention_check and spec.gold is None:
+        problems.append(f"{where}: an attention check needs a gold answer.")
+    if spec.gold is not None:
+        try:
+            spec.gold = task_type.validate(spec.gold, candidate_keys=keys, config=config, item_text=spec.text)
+        except ValidationError as exc:
+            problems.extend(f"{where}: gold answer: {m}" for m in exc.messages)
+    return problems
+
+
+def items_create(*, study: Study, items: Iterable[ItemSpec], replace: bool = False) -> int:
+    """Add items atomically: every row is checked first, and one bad row writes nothing."""
+    specs = list(items)
+    existing = set() if replace else set(study.items.values_list("external_id", flat=True))
+    seen = set(existing)
+    problems: list[str] = []
+    for spec in specs:
+        problems.extend(_check_item(study, spec, seen))
+    if problems:
+        raise ImportErrors(problems)
+    if not specs:
+        raise ImportErrors(["The file holds no items."])
+    with transaction.atomic():
+        if replace:
+            if study.judgments.exists():
+                raise ImportErrors(["Items cannot be replaced once judgments exist."])
+            study.items.all().delete()
+        start = (
+            (study.items.order_by("-position").values_list("position", flat=True).first() or 0) + 1 if existing else 0
+        )
+        created = Item.objects.bulk_create(
+            Item(
+                study=study,
+                external_id=spec.external_id,
+                position=start + i,
+                prompt=spec.prompt,
+                text=spec.text,
+                metadata=spec.metadata,
+                gold=spec.gold,
+                is_attention_check=spec.is_attention_check,
+            )
+            for i, spec in enumerate(specs)
+        )
+        Candidate.objects.bulk_create(
+            Candidate(item=item, key=c.key, position=j, text=c.text, context=c.context, provenance=c.provenance)
+            for item, spec in zip(created, specs, strict=True)
+            for j, c in enumerate(spec.candidates)
+        )
+    return len(specs)

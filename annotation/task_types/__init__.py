@@ -1,0 +1,35 @@
+"""Registry of task types. Look one up with ``get_task_type(name)``."""
+
+from django.core.exceptions import ValidationError
+
+from .base import Level, Option, TaskType
+from .binary import BinaryLabel
+from .free_text import MicroEdit, WrittenExplanation
+from .ordinal import OrdinalScale
+from .pairwise import TIE, PairwiseChoice
+from .pick_one import PickOne
+from .vote_allocation import VoteAllocation
+
+TASK_TYPES: dict[str, TaskType] = {
+    t.name: t
+    for t in (
+        PairwiseChoice(),
+        OrdinalScale(),
+        PickOne(),
+        BinaryLabel(),
+        VoteAllocation(),
+        MicroEdit(),
+        WrittenExplanation(),
+    )
+}
+
+
+def get_task_type(name: str) -> TaskType:
+    try:
+        return TASK_TYPES[name]
+    except KeyError:
+        known = ", ".join(sorted(TASK_TYPES))
+        raise ValidationError(f"Unknown task type {name!r}; known types: {known}.") from None
+
+
+__all__ = ["TASK_TYPES", "TIE", "Level", "Option", "TaskType", "get_task_type"]

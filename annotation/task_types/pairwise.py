@@ -1,0 +1,57 @@
+"""Pairwise choice between two candidates, with an optional tie.
+
+Value: ``{"choice": <candidate key>}`` or ``{"choice": "tie"}``. Coded for
+statistics as 1.0 when the item's first candidate wins, 0.0 when the second
+does and 0.5 for a tie.
+"""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from .base import Level, Option, TaskType, posted_position, require_dict
+
+TIE = "tie"
+
+
+class PairwiseChoice(TaskType):
+    name = "pairwise"
+    title = "Pairwise choice"
+    level = Level.PAIRWISE
+    template = "annotation/task_types/pairwise.html"
+    candidates = (2, 2)
+    shuffle_candidates = True
+    default_config = {"labels": ["A", "B", "Tie"], "allow_tie": True, "side_by_side": True}
+
+    def check_config(self, config: dict[str, Any]) -> None:
+        labels = config.get("labels")
+        if not isinstance(labels, list) or len(labels) != 3 or not all(isinstance(x, str) and x for x in labels):
+            raise ValidationError("Pairwise labels must be three names: first, second and tie.")
+
+    def options(self, config: dict[str, Any]) -> list[Option]:
+        first, second, tie = config["labels"]
+        options = [Option("0", first, "1"), Option("1", second, "2")]
+        if config.get("allow_tie", True):
+            options.append(Option(TIE, tie, "3"))
+        return options
+
+    def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
+        if data.get("choice") == TIE:
+            return {"choice": TIE}
+        return {"choice": posted_position(data, "choice", shown_order)}
+
+    def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
+        choice = require_dict(value, "choice")["choice"]
+        if choice == TIE:
+            if not config.get("allow_tie", True):
+                raise ValidationError("This study does not allow a tie.")
+            return {"choice": TIE}
+        if choice not in candidate_keys:
+            raise ValidationError(f"Unknown candidate {choice!r}.")
+        return {"choice": choice}
+
+    def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
+        choice = value["choice"]
+        if choice == TIE:
+            return 0.5
+        return 1.0 if choice == candidate_keys[0] else 0.0

@@ -1,0 +1,32 @@
+"""Pick the funniest (or best) of N candidates, shown in a random order per rater.
+
+Value: ``{"choice": <candidate key>}``.
+"""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from .base import Level, TaskType, posted_position, require_dict
+
+
+class PickOne(TaskType):
+    name = "pick_one"
+    title = "Pick one of N"
+    level = Level.NOMINAL
+    template = "annotation/task_types/pick_one.html"
+    candidates = (2, 9)
+    shuffle_candidates = True
+    default_config = {"question": "Which one is the funniest?"}
+
+    def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
+        return {"choice": posted_position(data, "choice", shown_order)}
+
+    def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
+        choice = require_dict(value, "choice")["choice"]
+        if choice not in candidate_keys:
+            raise ValidationError(f"Unknown candidate {choice!r}.")
+        return {"choice": choice}
+
+    def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
+        return float(candidate_keys.index(value["choice"]))

@@ -1,0 +1,156 @@
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from annotation.models import Assignment, Judgment
+from annotation.services.assignment import next_assignment
+from annotation.services.enrollment import enroll_crowdworker
+from annotation.services.judgments import judgment_submit, value_from_form
+
+pytestmark = pytest.mark.django_db
+
+
+def answer(enrollment, value=None):
+    nxt = next_assignment(enrollment=enrollment)
+    assert nxt.assignment is not None, nxt.reason
+    return judgment_submit(assignment=nxt.assignment, rater=enrollment.rater, value=value or {"rating": 2})
+
+
+class TestNextAssignment:
+    def test_each_item_gets_exactly_its_quota(self, make_study):
+        study = make_study(n_items=3, quota_per_item=2)
+        enrollments = [enroll_crowdworker(study=study, participant_id=f"p{i}") for i in range(5)]
+        for e in enrollments:
+            while (nxt := next_assignment(enrollment=e)).assignment:
+                judgment_submit(assignment=nxt.assignment, rater=e.rater, value={"rating": 1})
+        per_item = {i.pk: i.judgments.count() for i in study.items.all()}
+        assert set(per_item.values()) == {2}
+        assert Judgment.objects.count() == 6
+
+    def test_a_rater_never_gets_the_same_item_twice(self, make_study):
+        study = make_study(n_items=4, quota_per_item=4)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        seen = []
+        while (nxt := next_assignment(enrollment=e)).assignment:
+            seen.append(nxt.assignment.item_id)
+            judgment_submit(assignment=nxt.assignment, rater=e.rater, value={"rating": 0})
+        assert sorted(seen) == sorted(study.items.values_list("pk", flat=True))
+        assert next_assignment(enrollment=e).reason == "exhausted"
+
+    def test_a_returning_rater_resumes_the_same_item(self, make_study):
+        study = make_study(n_items=4)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        first = next_assignment(enrollment=e).assignment
+        again = next_assignment(enrollment=e).assignment
+        assert first.pk == again.pk
+
+    def test_the_per_rater_cap_stops_handing_out_items(self, make_study):
+        study = make_study(n_items=5, per_rater_cap=2)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        answer(e)
+        answer(e)
+        assert next_assignment(enrollment=e).reason == "cap_reached"
+
+    def test_an_expired_lease_frees_the_item_for_someone_else(self, make_study):
+        study = make_study(n_items=1, quota_per_item=1)
+        slow = enroll_crowdworker(study=study, participant_id="slow")
+        fast = enroll_crowdworker(study=study, participant_id="fast")
+        held = next_assignment(enrollment=slow).assignment
+        assert next_assignment(enrollment=fast).assignment is None
+        Assignment.objects.filter(pk=held.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        taken = next_assignment(enrollment=fast).assignment
+        assert taken.item_id == held.item_id
+        judgment_submit(assignment=taken, rater=fast.rater, value={"rating": 3})
+        with pytest.raises(ValidationError):
+            judgment_submit(assignment=held, rater=slow.rater, value={"rating": 1})
+        assert Judgment.objects.filter(item_id=held.item_id).count() == 1
+
+    def test_candidate_order_is_recorded_and_reproducible(self, make_study):
+        study = make_study(task_type="pairwise", n_items=6, n_candidates=2, quota_per_item=1)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        orders = []
+        while (nxt := next_assignment(enrollment=e)).assignment:
+            a = nxt.assignment
+            assert sorted(a.shown_order) == ["c0", "c1"]
+            orders.append(tuple(a.shown_order))
+            judgment_submit(assignment=a, rater=e.rater, value={"choice": "tie"})
+        assert len(orders) == 6
+        # the order is a pure function of seed, rater and item
+        from annotation.services.assignment import _candidate_order
+
+        a = Assignment.objects.filter(rater=e.rater).first()
+        assert _candidate_order(study, e.rater, a.item) == a.shown_order
+
+
+class TestJudgmentSubmit:
+    def test_a_double_submit_stores_one_judgment(self, make_study):
+        study = make_study(n_items=2)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        a = next_assignment(enrollment=e).assignment
+        first = judgment_submit(assignment=a, rater=e.rater, value={"rating": 2})
+        second = judgment_submit(assignment=a, rater=e.rater, value={"rating": 0})
+        assert first.created and not second.created
+        assert Judgment.objects.get().value == {"rating": 2}
+
+    def test_it_rejects_a_rating_outside_the_scale(self, make_study):
+        study = make_study(n_items=2)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        a = next_assignment(enrollment=e).assignment
+        with pytest.raises(ValidationError, match="outside the scale"):
+            judgment_submit(assignment=a, rater=e.rater, value={"rating": 4})
+        assert not Judgment.objects.exists()
+
+    def test_a_pairwise_form_posts_the_shown_position_not_the_key(self, make_study):
+        study = make_study(task_type="pairwise", n_items=1, n_candidates=2)
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        a = next_assignment(enrollment=e).assignment
+        value = value_from_form(assignment=a, data={"choice": "1"})
+        assert value == {"choice": a.shown_order[1]}
+
+    def test_another_raters_assignment_is_refused(self, make_study):
+        from django.core.exceptions import PermissionDenied
+
+        study = make_study(n_items=2)
+        e1 = enroll_crowdworker(study=study, participant_id="p1")
+        e2 = enroll_crowdworker(study=study, participant_id="p2")
+        a = next_assignment(enrollment=e1).assignment
+        with pytest.raises(PermissionDenied):
+            judgment_submit(assignment=a, rater=e2.rater, value={"rating": 1})
+
+
+class TestAttentionChecks:
+    def _study(self, make_study, policy):
+        from annotation.services.studies import ItemSpec, items_create
+
+        study = make_study(n_items=6, attention_check_rate=0.5, attention_check_policy=policy, open_=False)
+        items_create(
+            study=study,
+            items=[ItemSpec(external_id="check-1", text="Press 0", gold={"rating": 0}, is_attention_check=True)],
+        )
+        study.state = "open"
+        study.save()
+        return study
+
+    def test_failing_a_check_ends_the_session_under_the_end_policy(self, make_study):
+        study = self._study(make_study, "end")
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        answer(e)
+        check = next_assignment(enrollment=e).assignment
+        assert check.item.is_attention_check
+        judgment_submit(assignment=check, rater=e.rater, value={"rating": 3})
+        e.refresh_from_db()
+        assert e.excluded and e.ended_early
+        assert next_assignment(enrollment=e).reason == "ended"
+        assert Judgment.objects.filter(rater=e.rater).count() == 2  # flagged, never deleted
+
+    def test_passing_a_check_keeps_the_rater_in(self, make_study):
+        study = self._study(make_study, "flag")
+        e = enroll_crowdworker(study=study, participant_id="p1")
+        answer(e)
+        check = next_assignment(enrollment=e).assignment
+        judgment_submit(assignment=check, rater=e.rater, value={"rating": 0})
+        e.refresh_from_db()
+        assert not e.excluded
+        assert Judgment.objects.get(item=check.item).attention_passed is True
