@@ -267,3 +267,44 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.item}: {self.value}"
+
+
+class ItemImport(models.Model):
+    """An uploaded item file and what became of it; big files are imported by a worker."""
+
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        XLSX = "xlsx", "Excel (XLSX)"
+        JSONL = "jsonl", "JSON Lines"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imports")
+    file = models.FileField(upload_to="imports/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=10, choices=Format)
+    replace = models.BooleanField(default=False, help_text="Replace the study's items instead of adding to them.")
+    status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
+    errors = models.JSONField(default=list, blank=True, help_text="Row-level messages when the import failed.")
+    items_created = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_imports"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.original_name} → {self.study} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

@@ -27,6 +27,12 @@ def require_postgres() -> None:
     pytest.skip("needs PostgreSQL (set DATABASE_URL)")
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # The default hasher is deliberately slow; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def researcher(db):
     return get_user_model().objects.create_user("rita", "rita@example.org", "rita-password-123")

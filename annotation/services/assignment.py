@@ -7,6 +7,11 @@ item. Safe under concurrency: on PostgreSQL the candidate item row is locked
 with ``SELECT ... FOR UPDATE SKIP LOCKED`` before its holders are counted; on
 SQLite the settings open every transaction with ``BEGIN IMMEDIATE``, which
 serialises writers.
+
+Lock order, here and in ``judgments.judgment_submit``: the rater's enrollment,
+then an item, then an assignment. Locks name their own table (``of=("self",)``):
+a bare ``select_for_update()`` with ``select_related`` would also lock the
+joined study row and serialise every rater of the study.
 """
 
 from dataclasses import dataclass
@@ -39,6 +44,13 @@ def holding_filter(now: datetime) -> Q:
     return Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
 
 
+def _holding_items(now: datetime) -> Q:
+    """``holding_filter`` seen from Item, for counting an item's holders in a join."""
+    return Q(assignments__state=Assignment.State.DONE) | Q(
+        assignments__state=Assignment.State.LEASED, assignments__lease_expires_at__gt=now
+    )
+
+
 def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) -> int:
     qs = Assignment.objects.filter(item_id=item_id).filter(holding_filter(now))
     if exclude_id is not None:
@@ -47,16 +59,18 @@ def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) 
 
 
 def _candidate_order(study: Study, rater: Rater, item: Item, trial: int = 0) -> list[str]:
+    task_type = get_task_type(study.task_type)
+    if task_type.candidates[1] == 0:
+        return []  # the importer refuses candidates for this task type: nothing to query
     keys = list(item.candidates.order_by("position", "id").values_list("key", flat=True))
     if not keys:
         return []
-    task_type = get_task_type(study.task_type)
     return task_type.display_order(keys, candidate_rng(study=study, rater_id=rater.pk, item_id=item.pk, trial=trial))
 
 
-def _lock_item(item_id: int) -> Item | None:
-    """Lock one item row, or None when another transaction holds it."""
-    return Item.objects.select_for_update(skip_locked=True).filter(pk=item_id).first()
+def _lock_item(item_id: int, *, wait: bool = False) -> Item | None:
+    """Lock one item row; unless told to wait, None when another transaction holds it."""
+    return Item.objects.select_for_update(skip_locked=not wait).filter(pk=item_id).first()
 
 
 def _renew(assignment: Assignment, now: datetime) -> Assignment:
@@ -79,16 +93,21 @@ def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
         return None
     if current.lease_expires_at > now:
         return current
-    with transaction.atomic():
-        if _lock_item(current.item_id) is None:
-            return None
-        if (
-            current.item.is_attention_check
-            or item_holders(current.item_id, now, exclude_id=current.pk) < enrollment.study.quota_per_item
-        ):
-            return _renew(current, now)
-        current.state = Assignment.State.RELEASED
-        current.save(update_fields=["state"])
+    savepoint = transaction.savepoint_create()
+    # Wait for the item rather than skip it: skipping would lease the rater a
+    # second item while this one stays theirs.
+    _lock_item(current.item_id, wait=True)
+    if (
+        current.item.is_attention_check
+        or item_holders(current.item_id, now, exclude_id=current.pk) < enrollment.study.quota_per_item
+    ):
+        renewed = _renew(current, now)
+        transaction.savepoint_commit(savepoint)
+        return renewed
+    # Let go of the item's lock before looking for another one (see _lease_if_room).
+    transaction.savepoint_rollback(savepoint)
+    current.state = Assignment.State.RELEASED
+    current.save(update_fields=["state"])
     return None
 
 
@@ -97,6 +116,26 @@ def _wants_attention_check(study: Study, sequence: int) -> bool:
         return False
     every = max(2, round(1 / study.attention_check_rate))
     return (sequence + 1) % every == 0
+
+
+def _lease_if_room(
+    study: Study, rater: Rater, item_id: int, sequence: int, now: datetime, *, wait: bool
+) -> tuple[Assignment | None, bool]:
+    """Lease the item if it has room. Returns (assignment, busy); busy when another request holds it.
+
+    The item's row lock is kept only when it is leased. Otherwise rolling back
+    to the savepoint lets go of it (a released savepoint would keep it until
+    the transaction ends), so a request never waits for one item while holding
+    another that a second request, waiting the other way round, needs.
+    """
+    savepoint = transaction.savepoint_create()
+    item = _lock_item(item_id, wait=wait)
+    if item is not None and item_holders(item_id, now) < study.quota_per_item:
+        assignment = _create(study, rater, item, sequence, now)
+        transaction.savepoint_commit(savepoint)
+        return assignment, False
+    transaction.savepoint_rollback(savepoint)
+    return None, item is None
 
 
 def _create(study: Study, rater: Rater, item: Item, sequence: int, now: datetime) -> Assignment:
@@ -116,7 +155,9 @@ def next_assignment(*, enrollment: Enrollment, now: datetime | None = None) -> N
     now = now or timezone.now()
     with transaction.atomic():
         # One request at a time per rater: a double click cannot lease two items.
-        locked = Enrollment.objects.select_for_update().select_related("study", "rater").get(pk=enrollment.pk)
+        locked = (
+            Enrollment.objects.select_for_update(of=("self",)).select_related("study", "rater").get(pk=enrollment.pk)
+        )
         return _next_assignment(locked, now)
 
 
@@ -131,9 +172,10 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
         return NextItem(None, "closed")
 
     mine = Assignment.objects.filter(study=study, rater=rater)
-    done_regular = mine.filter(state=Assignment.State.DONE, item__is_attention_check=False).count()
-    if study.per_rater_cap is not None and done_regular >= study.per_rater_cap:
-        return NextItem(None, "cap_reached")
+    if study.per_rater_cap is not None:
+        done_regular = mine.filter(state=Assignment.State.DONE, item__is_attention_check=False).count()
+        if done_regular >= study.per_rater_cap:
+            return NextItem(None, "cap_reached")
     seen = set(mine.values_list("item_id", flat=True))
     sequence = len(seen)
 
@@ -148,24 +190,30 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
             with transaction.atomic():
                 return NextItem(_create(study, rater, Item.objects.get(pk=check[0]), sequence, now))
 
-    held = dict(
-        Assignment.objects.filter(study=study, item__is_attention_check=False)
-        .filter(holding_filter(now))
-        .values("item_id")
-        .annotate(n=Count("id"))
-        .values_list("item_id", "n")
+    # Items with room under the quota, their holders counted in the same query.
+    rows = (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(held=Count("assignments", filter=_holding_items(now)))
+        .filter(held__lt=study.quota_per_item)
+        .values_list("pk", "position")
     )
-    rows = Item.objects.filter(study=study, is_attention_check=False).values_list("pk", "position")
     open_items = sorted(
-        (row for row in rows if row[0] not in seen and held.get(row[0], 0) < study.quota_per_item),
+        (row for row in rows if row[0] not in seen),
         key=lambda row: item_sort_key(study=study, rater_id=rater.pk, item_id=row[0], position=row[1]),
     )
+    passed_over = []
     for item_id, _position in open_items:
-        with transaction.atomic():
-            item = _lock_item(item_id)
-            if item is None or item_holders(item_id, now) >= study.quota_per_item:
-                continue
-            return NextItem(_create(study, rater, item, sequence, now))
+        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
+        if assignment is not None:
+            return NextItem(assignment)
+        if busy:
+            passed_over.append(item_id)
+    # Items other requests held a moment ago may still have room: wait for them
+    # rather than tell the rater there is nothing left.
+    for item_id in passed_over:
+        assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
+        if assignment is not None:
+            return NextItem(assignment)
     return NextItem(None, "exhausted")
 
 

@@ -45,6 +45,11 @@ def expert_rater(*, user: AbstractBaseUser) -> Rater:
     return rater
 
 
+def invitation_create(*, study: Study, email: str = "") -> Invitation:
+    """A personal invitation link for one expert; the email is a note for the researcher, nothing is sent."""
+    return Invitation.objects.create(study=study, email=(email or "").strip())
+
+
 def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enrollment:
     rater = expert_rater(user=user)
     if invitation.rater_id and invitation.rater_id != rater.pk:

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..models import Assignment, Enrollment, Judgment, Rater
+from ..models import Assignment, Enrollment, Item, Judgment, Rater
 from ..task_types import get_task_type
 from .assignment import item_holders
 
@@ -51,6 +51,21 @@ def _apply_attention_policy(enrollment: Enrollment) -> None:
     enrollment.save(update_fields=["excluded", "excluded_reason", "ended_early"])
 
 
+def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
+    """Lock what a submission reads and writes, in next_assignment's order.
+
+    For a person: their enrollment first (one request per rater at a time; it
+    is written when a check fails), then the item row, which next_assignment
+    also locks before counting an item's holders, so a late answer and a new
+    lease cannot both take an item's last place. A model judge is not bound by
+    the quota and only needs its assignment.
+    """
+    if rater.is_human:
+        Enrollment.objects.select_for_update().filter(study_id=assignment.study_id, rater=rater).first()
+        Item.objects.select_for_update().filter(pk=assignment.item_id).first()
+    return Assignment.objects.select_for_update(of=("self",)).select_related("study", "item").get(pk=assignment.pk)
+
+
 def judgment_submit(
     *,
     assignment: Assignment,
@@ -69,9 +84,11 @@ def judgment_submit(
     if assignment.rater_id != rater.pk:
         raise PermissionDenied("This assignment belongs to another rater.")
     value = clean_value(assignment=assignment, value=value) if status == Judgment.Status.OK else None
-    now = timezone.now()
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update().select_related("study", "item").get(pk=assignment.pk)
+        locked = _lock_for_submit(assignment, rater)
+        # Read the clock once the locks are held: a lease that ran out while
+        # this request waited must count as expired.
+        now = timezone.now()
         existing = Judgment.objects.filter(assignment=locked).first()
         if existing is not None:
             return Submitted(existing, created=False)

@@ -108,14 +108,37 @@ def study_set_state(*, study: Study, state: str) -> Study:
     return study
 
 
-def _check_item(study: Study, spec: ItemSpec, seen: set[str]) -> list[str]:
+# Column limits of Item.external_id and Candidate.key: longer values fail on PostgreSQL.
+MAX_ITEM_ID_LENGTH = 200
+MAX_CANDIDATE_KEY_LENGTH = 100
+
+
+def item_problems(*, study: Study, spec: ItemSpec, seen: dict[str, str]) -> list[str]:
+    """What is wrong with one item, each message naming where it came from.
+
+    ``seen`` maps the ids met so far to where they were met ("" for items
+    already in the study); the spec's id is added to it. The spec's gold is
+    replaced by its cleaned value.
+    """
     where = spec.row or spec.external_id
     problems: list[str] = []
     if not spec.external_id:
         problems.append(f"{where}: missing item id.")
+    elif len(spec.external_id) > MAX_ITEM_ID_LENGTH:
+        problems.append(f"{where}: the item id is longer than {MAX_ITEM_ID_LENGTH} characters.")
     elif spec.external_id in seen:
-        problems.append(f"{where}: duplicate item id {spec.external_id!r}.")
-    seen.add(spec.external_id)
+        first = seen[spec.external_id]
+        if first:
+            problems.append(f"{where}: duplicate item id {spec.external_id!r}; {first} already uses it.")
+        else:
+            problems.append(f"{where}: the item id {spec.external_id!r} is already in this study.")
+    else:
+        seen[spec.external_id] = spec.row or spec.external_id
+    for candidate in spec.candidates:
+        if len(candidate.key) > MAX_CANDIDATE_KEY_LENGTH:
+            problems.append(
+                f"{where}: the candidate key {candidate.key[:20]!r}... is longer than {MAX_CANDIDATE_KEY_LENGTH} characters."
+            )
     task_type = get_task_type(study.task_type)
     config = task_type.config(study.config)
     keys = [c.key for c in spec.candidates]
@@ -146,10 +169,10 @@ def items_create(*, study: Study, items: Iterable[ItemSpec], replace: bool = Fal
     """Add items atomically: every row is checked first, and one bad row writes nothing."""
     specs = list(items)
     existing = set() if replace else set(study.items.values_list("external_id", flat=True))
-    seen = set(existing)
+    seen = dict.fromkeys(existing, "")
     problems: list[str] = []
     for spec in specs:
-        problems.extend(_check_item(study, spec, seen))
+        problems.extend(item_problems(study=study, spec=spec, seen=seen))
     if problems:
         raise ImportErrors(problems)
     if not specs:

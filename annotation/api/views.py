@@ -1,0 +1,254 @@
+"""The researcher's API: one view per operation, own studies only.
+
+Authentication is a token (``Authorization: Token <key>``) or the browser
+session (then with the CSRF header). Another researcher's study answers 404,
+as if it did not exist; annotator accounts are refused with 403.
+"""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import selectors
+from ..importers import FileProblem, import_item_objects, item_import_start
+from ..models import ItemImport, Judgment, Rater, Study
+from ..services.studies import study_create, study_set_state, study_update
+from ..study_files import config_problems
+from ..task_types import get_task_type
+from . import serializers as s
+from .permissions import IsResearcher
+
+ERRORS = OpenApiResponse(s.ErrorsOutput, description="What is wrong; nothing was changed.")
+
+
+def _errors(exc: DjangoValidationError | FileProblem) -> ValidationError:
+    return ValidationError({"errors": list(exc.messages)})
+
+
+def _check_config(task_type: str, config: Any) -> None:
+    if config is None:
+        return
+    unknown = config_problems(get_task_type(task_type), config)
+    if unknown:
+        raise ValidationError({"errors": [f"config: {m}" for m in unknown]})
+
+
+class ResearcherApi(APIView):
+    permission_classes = [IsAuthenticated, IsResearcher]
+
+    def study(self, pk: int) -> Study:
+        return selectors.study_owned(user=self.request.user, pk=pk)
+
+
+class StudyListApi(ResearcherApi, generics.ListAPIView):
+    serializer_class = s.StudyOutput
+
+    def get_queryset(self):
+        return Study.objects.filter(owner=self.request.user).order_by("-created_at", "-id")
+
+    @extend_schema(operation_id="studies_list", summary="Your studies, newest first")
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class StudyCreateApi(ResearcherApi):
+    @extend_schema(
+        operation_id="studies_create",
+        summary="Create a study (in draft)",
+        request=s.StudyCreateInput,
+        responses={201: s.StudyOutput, 400: ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        data = s.StudyCreateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        _check_config(fields["task_type"], fields.get("config"))
+        try:
+            study = study_create(owner=request.user, **fields)
+        except DjangoValidationError as exc:
+            raise _errors(exc) from None
+        return Response(s.StudyOutput(study, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailApi(ResearcherApi):
+    @extend_schema(operation_id="studies_retrieve", summary="One of your studies", responses={200: s.StudyOutput})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(s.StudyOutput(self.study(pk), context={"request": request}).data)
+
+
+class StudyUpdateApi(ResearcherApi):
+    @extend_schema(
+        operation_id="studies_update",
+        summary="Change a study's settings (the config only while it has no judgments)",
+        request=s.StudySettingsInput,
+        responses={200: s.StudyOutput, 400: ERRORS},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        study = self.study(pk)
+        data = s.StudySettingsInput(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        changes = dict(data.validated_data)
+        _check_config(study.task_type, changes.get("config"))
+        try:
+            with transaction.atomic():
+                study = study_update(study=study, **changes)
+        except DjangoValidationError as exc:
+            raise _errors(exc) from None
+        return Response(s.StudyOutput(study, context={"request": request}).data)
+
+
+class _StudyStateApi(ResearcherApi):
+    def set_state(self, request: Request, pk: int, state: str) -> Response:
+        study = self.study(pk)
+        try:
+            study_set_state(study=study, state=state)
+        except DjangoValidationError as exc:
+            raise _errors(exc) from None
+        return Response(s.StudyOutput(study, context={"request": request}).data)
+
+
+class StudyOpenApi(_StudyStateApi):
+    @extend_schema(
+        operation_id="studies_open",
+        summary="Open a study to raters",
+        request=None,
+        responses={200: s.StudyOutput, 400: ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        return self.set_state(request, pk, Study.State.OPEN)
+
+
+class StudyCloseApi(_StudyStateApi):
+    @extend_schema(
+        operation_id="studies_close", summary="Close a study", request=None, responses={200: s.StudyOutput, 400: ERRORS}
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        return self.set_state(request, pk, Study.State.CLOSED)
+
+
+class ItemListApi(ResearcherApi, generics.ListAPIView):
+    serializer_class = s.ItemOutput
+
+    def get_queryset(self):
+        return selectors.study_items(study=self.study(self.kwargs["pk"]))
+
+    @extend_schema(operation_id="items_list", summary="A study's items in their listed order")
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class ItemImportApi(ResearcherApi):
+    parser_classes = [MultiPartParser, JSONParser]
+
+    @extend_schema(
+        operation_id="items_import",
+        summary="Import items: a file upload, or a JSON list of items",
+        description=(
+            "Send a CSV/XLSX/JSONL file as multipart form data, or a JSON body with an `items` list. "
+            "Nothing is written unless every item is valid. Files over 1 MB are imported in the "
+            "background: the answer is 202 and `status_url` tells when it is done."
+        ),
+        request={"multipart/form-data": s.ItemsFileInput, "application/json": s.ItemsJsonInput},
+        responses={
+            201: s.ImportOutcomeOutput,
+            202: s.ImportOutcomeOutput,
+            400: OpenApiResponse(s.ImportOutcomeOutput, description="Every problem found; nothing was imported."),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        study = self.study(pk)
+        if "file" in request.FILES:
+            return self._file(request, study)
+        data = s.ItemsJsonInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = import_item_objects(
+            study=study, objects=data.validated_data["items"], replace=data.validated_data["replace"]
+        )
+        outcome = {
+            "status": ItemImport.Status.DONE if result.ok else ItemImport.Status.FAILED,
+            "items_created": result.count,
+            "errors": result.errors,
+            "import_id": None,
+            "status_url": None,
+        }
+        return Response(outcome, status=status.HTTP_201_CREATED if result.ok else status.HTTP_400_BAD_REQUEST)
+
+    def _file(self, request: Request, study: Study) -> Response:
+        data = s.ItemsFileInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            with transaction.atomic():
+                item_import = item_import_start(
+                    study=study,
+                    upload=data.validated_data["file"],
+                    user=request.user,
+                    replace=data.validated_data["replace"],
+                )
+        except FileProblem as exc:
+            raise ValidationError(
+                {"status": ItemImport.Status.FAILED, "items_created": 0, "errors": exc.messages}
+            ) from None
+        codes = {ItemImport.Status.DONE: status.HTTP_201_CREATED, ItemImport.Status.FAILED: status.HTTP_400_BAD_REQUEST}
+        url = reverse("api:import_detail", args=[study.pk, item_import.pk])
+        outcome = {
+            "status": item_import.status,
+            "items_created": item_import.items_created,
+            "errors": item_import.errors,
+            "import_id": item_import.pk,
+            "status_url": request.build_absolute_uri(url),
+        }
+        return Response(outcome, status=codes.get(item_import.status, status.HTTP_202_ACCEPTED))
+
+
+class ItemImportDetailApi(ResearcherApi):
+    @extend_schema(
+        operation_id="imports_retrieve", summary="The status of a file import", responses={200: s.ItemImportOutput}
+    )
+    def get(self, request: Request, pk: int, import_pk: int) -> Response:
+        study = self.study(pk)
+        item_import = study.imports.filter(pk=import_pk).first()
+        if item_import is None:
+            return Response({"detail": "No such import."}, status=status.HTTP_404_NOT_FOUND)
+        return Response(s.ItemImportOutput(item_import).data)
+
+
+class JudgmentListApi(ResearcherApi, generics.ListAPIView):
+    serializer_class = s.JudgmentOutput
+
+    def get_queryset(self):
+        filters = s.JudgmentFilterInput(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        return selectors.study_judgments(
+            study=self.study(self.kwargs["pk"]),
+            rater_kind=filters.validated_data.get("rater_kind"),
+            status=filters.validated_data.get("status"),
+        )
+
+    @extend_schema(
+        operation_id="judgments_list",
+        summary="A study's judgments, oldest first",
+        parameters=[
+            OpenApiParameter("rater_kind", str, enum=Rater.Kind.values, description="Only this kind of rater."),
+            OpenApiParameter("status", str, enum=Judgment.Status.values, description="Only this status."),
+        ],
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class StudyProgressApi(ResearcherApi):
+    @extend_schema(
+        operation_id="studies_progress", summary="Judgments per item and per rater", responses={200: s.ProgressOutput}
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(s.ProgressOutput(selectors.study_progress(study=self.study(pk))).data)

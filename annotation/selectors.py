@@ -1,0 +1,346 @@
+"""Reads for the researcher pages and the API: studies, items, judgments and progress.
+
+Every count here is derived from the rows themselves by aggregate queries;
+nothing reads a stored counter.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404
+
+from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
+
+HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
+
+
+def studies_owned(*, user: AbstractBaseUser) -> QuerySet[Study]:
+    """The user's own studies with item and judgment counts."""
+    return (
+        Study.objects.filter(owner=user)
+        .annotate(
+            n_items=Count("items", filter=Q(items__is_attention_check=False), distinct=True),
+            n_judgments=Count("judgments", distinct=True),
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+def study_owned(*, user: AbstractBaseUser, pk: int) -> Study:
+    """One of the user's studies; 404 for anyone else's, so their existence is not revealed."""
+    study = Study.objects.filter(owner=user, pk=pk).first()
+    if study is None:
+        raise Http404("No such study.")
+    return study
+
+
+def study_items(*, study: Study) -> QuerySet[Item]:
+    return study.items.prefetch_related("candidates").order_by("position", "id")
+
+
+def study_imports(*, study: Study) -> QuerySet[ItemImport]:
+    return study.imports.select_related("created_by").order_by("-created_at", "-id")
+
+
+def study_judgments(*, study: Study, rater_kind: str | None = None, status: str | None = None) -> QuerySet[Judgment]:
+    judgments = study.judgments.select_related("item", "rater").order_by("id")
+    if rater_kind:
+        judgments = judgments.filter(rater__kind=rater_kind)
+    if status:
+        judgments = judgments.filter(status=status)
+    return judgments
+
+
+@dataclass(frozen=True)
+class ItemProgress:
+    item_id: int
+    external_id: str
+    done: int
+    quota: int
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.quota
+
+
+@dataclass(frozen=True)
+class RaterProgress:
+    rater_id: int
+    name: str
+    kind: str
+    judgments: int
+    attention_passed: int
+    attention_failed: int
+    too_fast: int
+    excluded: bool
+    excluded_reason: str
+    ended_early: bool
+    started_at: datetime
+    completed_at: datetime | None
+
+    @property
+    def completed(self) -> bool:
+        return self.completed_at is not None
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    quota: int
+    items_total: int
+    items_complete: int
+    items_started: int
+    judgments_done: int  # human judgments of regular items, each item counted up to its quota
+    judgments_needed: int
+    judge_judgments: int  # LLM and baseline judges, outside the quota
+    items: list[ItemProgress]  # least complete first; possibly cut to the requested length
+    raters: list[RaterProgress]
+
+    @property
+    def percent(self) -> float:
+        if not self.judgments_needed:
+            return 0.0
+        return round(100 * self.judgments_done / self.judgments_needed, 1)
+
+    @property
+    def raters_completed(self) -> int:
+        return sum(1 for r in self.raters if r.completed)
+
+    @property
+    def raters_excluded(self) -> int:
+        return sum(1 for r in self.raters if r.excluded)
+
+
+def _rater_progress(study: Study) -> list[RaterProgress]:
+    in_study = Q(rater__judgments__study=study)
+    enrollments = (
+        Enrollment.objects.filter(study=study)
+        .select_related("rater")
+        .annotate(
+            n_judged=Count("rater__judgments", filter=in_study & Q(rater__judgments__item__is_attention_check=False)),
+            n_passed=Count("rater__judgments", filter=in_study & Q(rater__judgments__attention_passed=True)),
+            n_failed=Count("rater__judgments", filter=in_study & Q(rater__judgments__attention_passed=False)),
+            n_too_fast=Count("rater__judgments", filter=in_study & Q(rater__judgments__too_fast=True)),
+        )
+        .order_by("created_at", "id")
+    )
+    return [
+        RaterProgress(
+            rater_id=e.rater_id,
+            name=str(e.rater),
+            kind=e.rater.kind,
+            judgments=e.n_judged,
+            attention_passed=e.n_passed,
+            attention_failed=e.n_failed,
+            too_fast=e.n_too_fast,
+            excluded=e.excluded,
+            excluded_reason=e.excluded_reason,
+            ended_early=e.ended_early,
+            started_at=e.created_at,
+            completed_at=e.completed_at,
+        )
+        for e in enrollments
+    ]
+
+
+def study_progress(*, study: Study, item_limit: int | None = None) -> StudyProgress:
+    """Judgments per item against the quota, per rater, and overall completion."""
+    quota = study.quota_per_item
+    rows = (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS)))
+        .values_list("pk", "external_id", "position", "done")
+    )
+    items = sorted(
+        (
+            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
+            for pk, external_id, _p, done in rows
+        ),
+        key=lambda i: (i.done, i.external_id),
+    )
+    judge_judgments = study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count()
+    return StudyProgress(
+        quota=quota,
+        items_total=len(items),
+        items_complete=sum(1 for i in items if i.complete),
+        items_started=sum(1 for i in items if i.done),
+        judgments_done=sum(min(i.done, quota) for i in items),
+        judgments_needed=len(items) * quota,
+        judge_judgments=judge_judgments,
+        items=items if item_limit is None else items[:item_limit],
+        raters=_rater_progress(study),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Annotator side: what one rater may see of their own study.
+#
+# These helpers hand templates plain values built for display only: never a
+# candidate key, provenance, item metadata, a gold answer, nor anyone else's
+# answers (vote totals appear only on the closed-study leaderboard).
+# ---------------------------------------------------------------------------
+
+from collections import Counter as _Counter  # noqa: E402
+from collections import defaultdict as _defaultdict  # noqa: E402
+from dataclasses import dataclass as _dataclass  # noqa: E402
+from datetime import datetime as _datetime  # noqa: E402
+
+from django.db.models import Count as _Count  # noqa: E402
+from django.db.models import OuterRef as _OuterRef  # noqa: E402
+from django.db.models import Subquery as _Subquery  # noqa: E402
+from django.db.models import Value as _Value  # noqa: E402
+from django.db.models.functions import Coalesce as _Coalesce  # noqa: E402
+from django.utils import timezone as _timezone  # noqa: E402
+
+from .models import Assignment as _Assignment  # noqa: E402
+from .models import Enrollment as _Enrollment  # noqa: E402
+from .models import Item as _Item  # noqa: E402
+from .models import Judgment as _Judgment  # noqa: E402
+from .models import Rater as _Rater  # noqa: E402
+from .models import Study as _Study  # noqa: E402
+from .services.assignment import holding_filter as _holding_filter  # noqa: E402
+
+
+@_dataclass(frozen=True)
+class ShownCandidate:
+    """A candidate as the rater sees it: its place on the page and its texts."""
+
+    position: int  # 0-based index into the assignment's shown_order; what the form posts
+    text: str
+    context: str
+
+    @property
+    def number(self) -> int:
+        return self.position + 1
+
+
+@_dataclass(frozen=True)
+class ShownItem:
+    prompt: str
+    text: str
+    candidates: list[ShownCandidate]
+
+
+def shown_item(*, assignment: _Assignment) -> ShownItem:
+    """The item's texts, with its candidates in the order this rater was shown them."""
+    item = assignment.item
+    # Items of task types without candidates were shown none: no query for them.
+    by_key = {c.key: c for c in item.candidates.all()} if assignment.shown_order else {}
+    candidates = [
+        ShownCandidate(position=index, text=by_key[key].text, context=by_key[key].context)
+        for index, key in enumerate(assignment.shown_order)
+        if key in by_key
+    ]
+    return ShownItem(prompt=item.prompt, text=item.text, candidates=candidates)
+
+
+@_dataclass(frozen=True)
+class AnnotatorProgress:
+    done: int
+    expected: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.expected) if self.expected else 0
+
+
+def _count_of(queryset) -> _Coalesce:
+    """``queryset.count()`` as a scalar subquery, to read several counts in one query."""
+    counted = queryset.order_by().annotate(_one=_Value(1)).values("_one").annotate(n=_Count("*")).values("n")
+    return _Coalesce(_Subquery(counted), 0)
+
+
+def annotator_progress(*, enrollment: _Enrollment, now: _datetime | None = None) -> AnnotatorProgress:
+    """Regular items this rater has judged, out of what they can expect to judge.
+
+    Expected is what is still reachable: the rater's open item plus the items
+    they have not seen that still have room under the quota, capped by the
+    per-rater cap. Attention checks are left out of both numbers.
+    """
+    now = now or _timezone.now()
+    study, rater = enrollment.study, enrollment.rater
+    mine = _Assignment.objects.filter(study=study, rater=rater, item__is_attention_check=False)
+    holders = (
+        _Assignment.objects.filter(_holding_filter(now), item=_OuterRef("pk"))
+        .values("item")
+        .annotate(n=_Count("pk"))
+        .values("n")
+    )
+    unseen_with_room = (
+        _Item.objects.filter(study=study, is_attention_check=False)
+        .exclude(pk__in=mine.values("item_id"))
+        .annotate(holders=_Coalesce(_Subquery(holders), 0))
+        .filter(holders__lt=study.quota_per_item)
+    )
+    done_mine = _Judgment.objects.filter(study=study, rater=rater, item__is_attention_check=False)
+    # The three counts in one round trip: this runs on every item page.
+    done, open_mine, unseen_with_room = (
+        _Study.objects.filter(pk=study.pk)
+        .annotate(
+            n_done=_count_of(done_mine),
+            n_open=_count_of(mine.filter(state=_Assignment.State.LEASED)),
+            n_room=_count_of(unseen_with_room),
+        )
+        .values_list("n_done", "n_open", "n_room")
+        .get()
+    )
+    expected = done + open_mine + unseen_with_room
+    if study.per_rater_cap is not None:
+        expected = min(expected, study.per_rater_cap)
+    return AnnotatorProgress(done=done, expected=max(expected, done))
+
+
+def has_judged(*, enrollment: _Enrollment) -> bool:
+    return _Judgment.objects.filter(study=enrollment.study, rater=enrollment.rater).exists()
+
+
+@_dataclass(frozen=True)
+class RankedResponse:
+    rank: int
+    text: str
+    context: str
+    votes: int
+
+
+@_dataclass(frozen=True)
+class PromptLeaderboard:
+    prompt: str
+    text: str
+    total_votes: int
+    responses: list[RankedResponse]
+
+
+def vote_leaderboard(*, study: _Study) -> list[PromptLeaderboard]:
+    """Each prompt's responses ranked by the votes people gave them (ties share a rank).
+
+    Counts only human raters who were not excluded (e.g. for failed attention
+    checks); LLM judges' votes belong in the analysis, not on this board.
+    """
+    excluded = _Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
+    rows = (
+        _Judgment.objects.filter(
+            study=study,
+            status=_Judgment.Status.OK,
+            item__is_attention_check=False,
+            rater__kind__in=[_Rater.Kind.EXPERT, _Rater.Kind.CROWD],
+        )
+        .exclude(rater_id__in=excluded)
+        .values_list("item_id", "value")
+    )
+    totals: dict[int, _Counter] = _defaultdict(_Counter)
+    for item_id, value in rows:
+        for key, count in (value or {}).get("votes", {}).items():
+            totals[item_id][key] += int(count)
+    boards = []
+    items = _Item.objects.filter(study=study, is_attention_check=False).prefetch_related("candidates")
+    for item in items:
+        votes = totals.get(item.pk, _Counter())
+        ordered = sorted(item.candidates.all(), key=lambda c: (-votes[c.key], c.position, c.pk))
+        ranked: list[RankedResponse] = []
+        for index, candidate in enumerate(ordered):
+            tied = ranked and ranked[-1].votes == votes[candidate.key]
+            rank = ranked[-1].rank if tied else index + 1
+            ranked.append(RankedResponse(rank, candidate.text, candidate.context, votes[candidate.key]))
+        boards.append(PromptLeaderboard(item.prompt, item.text, sum(votes.values()), ranked))
+    return boards

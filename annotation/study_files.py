@@ -1,0 +1,352 @@
+"""Study files: a whole study — settings, task configuration and items — in one YAML or JSON file.
+
+``read_study_file`` parses a file into a dict (the LLM-judging app reads its
+``judges`` list from there); ``load_study_file`` validates everything first and
+then creates (or, with ``replace``, updates) the study and its items in one
+transaction. ``study_file_data`` writes a study back in the same shape. The
+format is documented in docs/study-files.md.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .importers.cells import json_ready
+from .importers.files import check_size, collect
+from .importers.items import FileProblem, item_from_object, suggest
+from .importers.readers import detect_format, read_rows
+from .models import Study
+from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
+from .task_types import TaskType, get_task_type
+
+TEXT_KEYS = (
+    "description",
+    "protocol",
+    "consent_text",
+    "instructions_text",
+    "completion_code",
+    "completion_redirect_url",
+)
+WHOLE_NUMBER_KEYS = ("quota_per_item", "per_rater_cap", "attention_check_max_failures")
+NUMBER_KEYS = ("attention_check_rate", "min_seconds_per_item")
+CHOICE_KEYS = {
+    "item_order": Study.ItemOrder.values,
+    "attention_check_policy": Study.AttentionPolicy.values,
+    "state": Study.State.values,
+}
+STUDY_KEYS = (
+    "name",
+    "task_type",
+    "config",
+    *TEXT_KEYS,
+    *WHOLE_NUMBER_KEYS,
+    *NUMBER_KEYS,
+    *CHOICE_KEYS,
+    "items",
+    "items_file",
+    "judges",
+)
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+# Config settings every task type accepts besides its own: the items' language
+# (for the page's lang attribute and fonts) and the question shown above them.
+COMMON_CONFIG_KEYS = ("language", "question")
+
+
+def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
+    """Settings a task type does not know (a typo would otherwise be silently ignored)."""
+    known = [*kind.default_config, *(k for k in COMMON_CONFIG_KEYS if k not in kind.default_config)]
+    return [
+        f"unknown setting {key!r}{suggest(str(key), known)} for {kind.name}; known settings: {', '.join(known)}."
+        for key in config
+        if key not in known
+    ]
+
+
+class StudyFileError(ValidationError):
+    """Everything wrong with a study file; nothing was written."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(problems)
+
+
+@dataclass
+class StudyPlan:
+    """A checked study file, ready to be written."""
+
+    name: str
+    task_type: str
+    config: dict[str, Any]
+    options: dict[str, Any]
+    state: str | None
+    items: list[ItemSpec] | None
+    judges: list[Any] = field(default_factory=list)
+
+
+def read_study_file(path: str | Path) -> dict[str, Any]:
+    """The study file parsed into a dict, unchecked (YAML or JSON, chosen by the file's suffix)."""
+    path = Path(path)
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise StudyFileError([f"{path.name}: a study file ends in .yaml, .yml or .json."])
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise StudyFileError([f"{path}: no such file."]) from None
+    except UnicodeDecodeError as exc:
+        raise StudyFileError(
+            [f"{path.name}: byte offset {exc.start} is not valid UTF-8; save the file as UTF-8."]
+        ) from None
+    try:
+        data = json.loads(text) if kind == "json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise StudyFileError([f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})."]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise StudyFileError([f"{path.name}{where}: not valid YAML ({problem})."]) from None
+    if not isinstance(data, dict):
+        raise StudyFileError([f"{path.name}: the file must hold one study, written as name: value pairs."])
+    return data
+
+
+def _check_settings(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key in TEXT_KEYS:
+        if key in data and data[key] is not None:
+            if not isinstance(data[key], str):
+                problems.append(f"{key}: must be text.")
+            else:
+                options[key] = data[key].strip()
+    for key in WHOLE_NUMBER_KEYS:
+        if key not in data:
+            continue
+        value = data[key]
+        if value is None and key == "per_rater_cap":
+            options[key] = None
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{key}: must be a whole number of at least 0, not {value!r}.")
+        else:
+            options[key] = value
+    if options.get("quota_per_item") == 0:
+        problems.append("quota_per_item: must be at least 1.")
+    for key in NUMBER_KEYS:
+        if key not in data:
+            continue
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            problems.append(f"{key}: must be a number of at least 0, not {value!r}.")
+        else:
+            options[key] = float(value)
+    if options.get("attention_check_rate", 0) >= 1:
+        problems.append("attention_check_rate: must be below 1 (it is the share of a rater's items that are checks).")
+    for key, allowed in CHOICE_KEYS.items():
+        if key in data and key != "state":
+            if data[key] not in allowed:
+                problems.append(f"{key}: must be one of {', '.join(allowed)}, not {data[key]!r}.")
+            else:
+                options[key] = data[key]
+    return options
+
+
+def _task_type(data: dict[str, Any], problems: list[str]) -> tuple[TaskType | None, dict[str, Any]]:
+    name = data.get("task_type")
+    if not isinstance(name, str) or not name:
+        problems.append("task_type: missing; name the kind of judgment (e.g. ordinal, pairwise, binary).")
+        return None, {}
+    try:
+        kind = get_task_type(name)
+    except ValidationError as exc:
+        problems.extend(f"task_type: {m}" for m in exc.messages)
+        return None, {}
+    config = data.get("config") or {}
+    if not isinstance(config, dict):
+        problems.append("config: must be name: value pairs (the task type's settings).")
+        return kind, {}
+    unknown = config_problems(kind, config)
+    if unknown:
+        problems.extend(f"config: {m}" for m in unknown)
+        return kind, {}
+    try:
+        return kind, kind.config(json_ready(config, field="config"))
+    except (ValidationError, ValueError) as exc:
+        messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+        problems.extend(f"config: {m}" for m in messages)
+        return kind, {}
+
+
+def _items(data: dict[str, Any], *, kind: TaskType, study: Study, base_dir: Path, problems: list[str]) -> list | None:
+    if "items" in data and "items_file" in data:
+        problems.append("Give either items or items_file, not both.")
+        return None
+    if "items_file" in data:
+        name = data["items_file"]
+        if not isinstance(name, str) or not name:
+            problems.append("items_file: must be the path of a CSV, XLSX or JSON Lines file.")
+            return None
+        path = (base_dir / name).resolve()
+        try:
+            fmt = detect_format(path.name)
+            check_size(path.stat().st_size)
+            with path.open("rb") as stream:
+                rows = read_rows(stream, fmt=fmt, task_type=kind)
+                specs, errors = collect(rows, study=study, replace=True)
+        except FileNotFoundError:
+            problems.append(f"items_file: {name} not found (paths are relative to the study file).")
+            return None
+        except FileProblem as exc:
+            problems.extend(f"items_file {name}: {m}" for m in exc.messages)
+            return None
+        problems.extend(f"items_file {name}: {m}" for m in errors)
+        return specs
+    if "items" not in data:
+        return None
+    if not isinstance(data["items"], list):
+        problems.append("items: must be a list of items.")
+        return None
+    rows = (item_from_object(obj, where=f"Item {n}", task_type=kind) for n, obj in enumerate(data["items"], start=1))
+    specs, errors = collect(rows, study=study, replace=True)
+    problems.extend(errors)
+    return specs
+
+
+def check_study_data(
+    data: dict[str, Any], *, owner: AbstractBaseUser, base_dir: Path, existing: Study | None = None
+) -> StudyPlan:
+    """Validate a parsed study file completely; raise StudyFileError listing every problem."""
+    problems: list[str] = [
+        f"Unknown key {str(key)!r}{suggest(str(key), STUDY_KEYS)}; allowed keys: {', '.join(STUDY_KEYS)}."
+        for key in data
+        if key not in STUDY_KEYS
+    ]
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        problems.append("name: missing; every study needs a name.")
+        name = ""
+    options = _check_settings(data, problems)
+    kind, config = _task_type(data, problems)
+    state = data.get("state")
+    if state is not None and state not in Study.State.values:
+        problems.append(f"state: must be one of {', '.join(Study.State.values)}, not {state!r}.")
+    judges = data.get("judges") or []
+    if not isinstance(judges, list):
+        problems.append("judges: must be a list (read by the LLM-judging app).")
+    if existing is not None and kind is not None and existing.task_type != kind.name:
+        problems.append(
+            f"task_type: the existing study is {existing.task_type}; a study's task type cannot change. "
+            "Give the study a new name instead."
+        )
+    items = None
+    if kind is not None and not any(m.startswith("config:") for m in problems):
+        # An unsaved study stands in for checking items against the task type and its config.
+        draft = Study(owner=owner, name=name.strip(), task_type=kind.name, config=config, **options)
+        try:
+            draft.full_clean(exclude=["slug", "entry_token", "seed", "completion_code"])
+        except ValidationError as exc:
+            for field_name, messages in exc.message_dict.items():
+                problems.extend(f"{field_name}: {m}" for m in messages)
+        items = _items(data, kind=kind, study=draft, base_dir=base_dir, problems=problems)
+        has_items = bool(items) or (items is None and existing is not None and existing.items.exists())
+        if state == Study.State.OPEN and not has_items:
+            problems.append("state: a study needs items before it can be open.")
+    if problems:
+        raise StudyFileError(problems)
+    return StudyPlan(
+        name=name.strip(),
+        task_type=kind.name,
+        config=config,
+        options=options,
+        state=state,
+        items=items,
+        judges=judges,
+    )
+
+
+def _existing_study(*, owner: AbstractBaseUser, name: Any, replace: bool) -> Study | None:
+    if not isinstance(name, str) or not name.strip():
+        return None
+    matches = list(Study.objects.filter(owner=owner, name=name.strip())[:2])
+    if not matches:
+        return None
+    if len(matches) > 1:
+        raise StudyFileError([f"name: {owner} has several studies named {name!r}; rename one first."])
+    if not replace:
+        raise StudyFileError([f"name: {owner} already has a study named {name!r}; use --replace to update it."])
+    if matches[0].judgments.exists():
+        raise StudyFileError([f"name: the study {name!r} already has judgments; it cannot be replaced."])
+    return matches[0]
+
+
+def load_study_data(
+    data: dict[str, Any], *, owner: AbstractBaseUser, base_dir: Path, replace: bool = False, check_only: bool = False
+) -> Study | None:
+    """Create (or replace) the study a parsed study file describes; None when only checking."""
+    existing = _existing_study(owner=owner, name=data.get("name"), replace=replace)
+    plan = check_study_data(data, owner=owner, base_dir=base_dir, existing=existing)
+    if check_only:
+        return None
+    with transaction.atomic():
+        if existing is None:
+            study = study_create(
+                owner=owner, name=plan.name, task_type=plan.task_type, config=plan.config, **plan.options
+            )
+        else:
+            study = study_update(study=existing, name=plan.name, config=plan.config, **plan.options)
+        if plan.items:
+            items_create(study=study, items=plan.items, replace=existing is not None)
+        if plan.state is not None and plan.state != study.state:
+            study_set_state(study=study, state=plan.state)
+    return study
+
+
+def load_study_file(path: str | Path, owner: AbstractBaseUser, replace: bool = False) -> Study:
+    """Validate a study file and write it, all or nothing. Raises StudyFileError."""
+    path = Path(path)
+    study = load_study_data(read_study_file(path), owner=owner, base_dir=path.resolve().parent, replace=replace)
+    assert study is not None
+    return study
+
+
+def study_file_data(study: Study) -> dict[str, Any]:
+    """The study written back as a study file (gold answers in their full value shape)."""
+    data: dict[str, Any] = {"name": study.name, "task_type": study.task_type, "config": study.config}
+    for key in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS, *NUMBER_KEYS, "item_order", "attention_check_policy"):
+        data[key] = getattr(study, key)
+    data["state"] = study.state
+    items = []
+    for item in study.items.prefetch_related("candidates").order_by("position", "id"):
+        entry: dict[str, Any] = {"id": item.external_id}
+        if item.prompt:
+            entry["prompt"] = item.prompt
+        if item.text:
+            entry["text"] = item.text
+        if item.metadata:
+            entry["metadata"] = item.metadata
+        if item.gold is not None:
+            entry["gold"] = item.gold
+        if item.is_attention_check:
+            entry["attention_check"] = True
+        candidates = []
+        for candidate in item.candidates.all():
+            c: dict[str, Any] = {"key": candidate.key, "text": candidate.text}
+            if candidate.context:
+                c["context"] = candidate.context
+            if candidate.provenance:
+                c["provenance"] = candidate.provenance
+            candidates.append(c)
+        if candidates:
+            entry["candidates"] = candidates
+        items.append(entry)
+    data["items"] = items
+    return data
+
+
+def study_file_yaml(study: Study) -> str:
+    return yaml.safe_dump(study_file_data(study), allow_unicode=True, sort_keys=False, width=1000)

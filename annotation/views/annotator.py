@@ -1,0 +1,411 @@
+"""The annotator's side: entry links, consent, instructions, items, completion.
+
+A rater's enrollment id is kept in the session, one per study, so the same
+browser can take part in several studies. Every step checks where the
+enrollment stands and sends the rater to the right step, so none can be
+skipped by typing a URL. Pages show only what a blind judgment needs: never
+candidate keys, provenance, item metadata, gold answers or other answers.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from ..models import Assignment, Enrollment, Invitation, Rater, Study
+from ..ratelimit import entry_rate_limited
+from ..selectors import annotator_progress, has_judged, shown_item, vote_leaderboard
+from ..services.assignment import mark_shown, next_assignment
+from ..services.enrollment import (
+    enroll_crowdworker,
+    enrollment_complete,
+    enrollment_consent,
+    enrollment_instructed,
+    invitation_accept,
+)
+from ..services.judgments import judgment_submit, value_from_form
+from ..task_types import TIE, TaskType, get_task_type
+from ..task_types.free_text import split_headline
+
+SESSION_KEY = "funnybone_enrollments"
+ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
+# A BCP 47 tag such as "zh", "ja" or "zh-Hant"; anything else is not put in a lang attribute.
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+# Reasons next_assignment gives that mean the rater is finished for good.
+FINISHED = {"exhausted", "cap_reached", "ended"}
+PAIRWISE_LETTERS = {"0": "a", "1": "b", TIE: "t"}
+QUESTIONS = {
+    "pairwise": "Which one is funnier?",
+    "ordinal": "How funny is this?",
+    "binary": "Which label fits?",
+    "vote_allocation": "Give your votes to the funniest responses",
+    "micro_edit": "Replace the marked word to make the headline funny",
+    "explanation": "Explain the joke",
+}
+
+
+# -- helpers: the rater in this session ------------------------------------------
+
+
+def _message(request: HttpRequest, title: str, message: str, *, status: int = 200, **extra: Any) -> HttpResponse:
+    return render(request, "annotation/message.html", {"title": title, "message": message, **extra}, status=status)
+
+
+def _remember(request: HttpRequest, enrollment: Enrollment) -> None:
+    # A new session key on entry: an id planted in the browser beforehand grants nothing.
+    request.session.cycle_key()
+    enrollments = dict(request.session.get(SESSION_KEY, {}))
+    enrollments[str(enrollment.study_id)] = enrollment.pk
+    request.session[SESSION_KEY] = enrollments
+
+
+def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment | None:
+    """The enrollment this session holds in the study, read with its study and rater in one query."""
+    enrollments = request.session.get(SESSION_KEY, {})
+    if not enrollments:
+        return None
+    enrollment = (
+        Enrollment.objects.select_related("study", "rater")
+        .filter(pk__in=list(enrollments.values()), study__entry_token=entry_token)
+        .exclude(study__state=Study.State.DRAFT)
+        .first()
+    )
+    if enrollment is None or enrollments.get(str(enrollment.study_id)) != enrollment.pk:
+        return None
+    # An expert's enrollment follows their account: logging out ends access from this browser.
+    if enrollment.rater.kind == Rater.Kind.EXPERT and enrollment.rater.user_id != request.user.pk:
+        return None
+    return enrollment
+
+
+def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study, Enrollment] | HttpResponse:
+    # Every annotator request comes here: the study is read with the enrollment when there is one.
+    enrollment = _enrollment_in_session(request, entry_token)
+    if enrollment is not None:
+        return enrollment.study, enrollment
+    get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    return _message(
+        request,
+        "Please use your study link",
+        "We could not find your session. Please open the study again from the link you were given, "
+        "for example on the recruitment site.",
+        status=403,
+    )
+
+
+def _step(enrollment: Enrollment) -> str:
+    """The one step this enrollment may be on now."""
+    if enrollment.ended_early or enrollment.completed_at or not enrollment.study.is_open:
+        return "done"
+    if enrollment.consented_at is None:
+        return "consent"
+    if enrollment.instructed_at is None:
+        return "instructions"
+    return "item"
+
+
+def _to_step(request: HttpRequest, study: Study, step: str) -> HttpResponse:
+    url = reverse(f"annotator:{step}", args=[study.entry_token])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _language(study: Study) -> str:
+    language = str(study.config.get("language", "")).strip()
+    return language if LANGUAGE_TAG.match(language) else ""
+
+
+def _unavailable(request: HttpRequest, study: Study) -> HttpResponse:
+    if study.state == Study.State.DRAFT:
+        return _message(request, "Not open yet", "This study has not started yet. Please try again later.")
+    return _message(
+        request,
+        "This study is closed",
+        "This study is no longer accepting answers. Thank you for your interest.",
+        leaderboard_url=_leaderboard_url(study),
+    )
+
+
+def _leaderboard_url(study: Study) -> str:
+    if study.task_type == "vote_allocation" and study.state == Study.State.CLOSED:
+        return reverse("annotator:leaderboard", args=[study.entry_token])
+    return ""
+
+
+# -- what each task type's form needs ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Button:
+    """One answer button: what it posts, what it says, and the keys that press it."""
+
+    value: str
+    label: str
+    key: str
+    alt_key: str = ""
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    keys: tuple[str, ...]
+    action: str
+    joiner: str = "or"
+
+
+def _buttons(task_type: TaskType, config: dict[str, Any]) -> list[Button]:
+    letters = PAIRWISE_LETTERS if task_type.name == "pairwise" else {}
+    return [Button(o.value, o.label, o.shortcut, letters.get(o.value, "")) for o in task_type.options(config)]
+
+
+def shortcuts(task_type: TaskType, config: dict[str, Any]) -> list[Shortcut]:
+    """The keyboard shortcuts listed on the instructions page."""
+    name = task_type.name
+    if name == "pairwise":
+        return [Shortcut((b.key, b.alt_key.upper()), f"Choose “{b.label}”") for b in _buttons(task_type, config)]
+    if name in ("ordinal", "binary"):
+        return [Shortcut((b.key,), f"Choose “{b.label}”") for b in _buttons(task_type, config)]
+    if name == "pick_one":
+        return [Shortcut(("1", "9"), "Choose the option with that number", joiner="to")]
+    if name == "vote_allocation":
+        return [
+            Shortcut(("1", "9"), "Give a vote to the response with that number", joiner="to"),
+            Shortcut(("Shift+1", "Shift+9"), "Take a vote back from that response", joiner="to"),
+            Shortcut(("Enter",), "Submit your votes"),
+        ]
+    if name == "micro_edit":
+        return [Shortcut(("Enter",), "Submit your word")]
+    if name == "explanation":
+        return [Shortcut(("Ctrl+Enter", "⌘+Enter"), "Submit your explanation")]
+    return []
+
+
+def _posted_int(posted: Any, field: str) -> int:
+    try:
+        return max(0, int(posted.get(field, 0) or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _item_context(
+    enrollment: Enrollment,
+    assignment: Assignment,
+    *,
+    error: str = "",
+    notice: str = "",
+    posted: Any = None,
+) -> dict[str, Any]:
+    study = enrollment.study
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    item = shown_item(assignment=assignment)
+    posted = posted or {}
+    context: dict[str, Any] = {
+        "study": study,
+        "assignment_id": assignment.pk,
+        "item": item,
+        "task": task_type.name,
+        "task_template": task_type.template,
+        "question": config.get("question") or QUESTIONS.get(task_type.name, "Your answer"),
+        "buttons": _buttons(task_type, config),
+        "config": config,
+        "progress": annotator_progress(enrollment=enrollment),
+        "language": _language(study),
+        "error": error,
+        "notice": notice,
+        "item_url": reverse("annotator:item", args=[study.entry_token]),
+    }
+    if task_type.name == "pairwise":
+        first, second, _tie = config["labels"]
+        context["sides"] = list(zip((first, second), item.candidates, strict=False))
+    elif task_type.name == "vote_allocation":
+        context["vote_rows"] = [(c, _posted_int(posted, f"votes_{c.position}")) for c in item.candidates]
+        context["votes_left"] = max(0, config["max_votes"] - sum(n for _c, n in context["vote_rows"]))
+    elif task_type.name == "micro_edit":
+        context["headline"] = split_headline(item.text)
+        context["replacement"] = posted.get("replacement", "")
+    elif task_type.name == "explanation":
+        context["written"] = posted.get("text", "")
+    return context
+
+
+# -- entry ---------------------------------------------------------------------
+
+
+@entry_rate_limited
+@require_GET
+def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(Study, entry_token=entry_token)
+    if not study.is_open:
+        return _unavailable(request, study)
+    participant_id = request.GET.get("PROLIFIC_PID", "").strip()
+    if not participant_id:
+        return _message(
+            request,
+            "This link is incomplete",
+            "The link you followed is missing your participant id (PROLIFIC_PID). "
+            "Please go back to the recruitment site and open the study from there.",
+            status=400,
+        )
+    params = {name: request.GET[name][:200] for name in ENTRY_PARAMS if name in request.GET}
+    try:
+        enrollment = enroll_crowdworker(study=study, participant_id=participant_id, params=params)
+    except ValidationError as exc:
+        return _message(request, "This link does not work", " ".join(exc.messages), status=400)
+    _remember(request, enrollment)
+    # Consent sends a returning worker on to wherever they had got to.
+    return redirect("annotator:consent", study.entry_token)
+
+
+@entry_rate_limited
+@require_GET
+@login_required
+def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
+    invitation = get_object_or_404(Invitation.objects.select_related("study"), token=token)
+    study = invitation.study
+    if not study.is_open:
+        return _unavailable(request, study)
+    try:
+        enrollment = invitation_accept(invitation=invitation, user=request.user)
+    except ValidationError as exc:
+        return _message(request, "This invitation is taken", " ".join(exc.messages), status=403)
+    _remember(request, enrollment)
+    return redirect("annotator:consent", study.entry_token)
+
+
+# -- the steps -------------------------------------------------------------------
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "consent":
+        return _to_step(request, study, step)
+    status = 200
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision == "agree":
+            enrollment_consent(enrollment=enrollment)
+            return redirect("annotator:instructions", study.entry_token)
+        if decision == "decline":
+            return redirect("annotator:declined", study.entry_token)
+        status = 400
+    return render(request, "annotation/consent.html", {"study": study, "language": _language(study)}, status=status)
+
+
+@require_GET
+def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    return render(request, "annotation/declined.html", {"study": study})
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "instructions":
+        return _to_step(request, study, step)
+    if request.method == "POST":
+        enrollment_instructed(enrollment=enrollment)
+        return redirect("annotator:item", study.entry_token)
+    task_type = get_task_type(study.task_type)
+    context = {
+        "study": study,
+        "language": _language(study),
+        "shortcuts": shortcuts(task_type, task_type.config(study.config)),
+    }
+    return render(request, "annotation/instructions.html", context)
+
+
+def _posted_assignment(request: HttpRequest, enrollment: Enrollment) -> Assignment:
+    try:
+        pk = int(request.POST.get("assignment", ""))
+    except ValueError:
+        raise Http404("No such assignment.") from None
+    return get_object_or_404(
+        Assignment.objects.select_related("study", "item"), pk=pk, study=enrollment.study, rater=enrollment.rater
+    )
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def item(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "item":
+        return _to_step(request, study, step)
+
+    error, posted, failed_pk = "", None, None
+    if request.method == "POST":
+        assignment = _posted_assignment(request, enrollment)
+        try:
+            value = value_from_form(assignment=assignment, data=request.POST)
+            # A second submit of the same assignment returns the stored judgment: nothing to do.
+            judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
+        except ValidationError as exc:
+            error, posted, failed_pk = " ".join(exc.messages), request.POST, assignment.pk
+        else:
+            if not request.htmx:
+                return redirect("annotator:item", study.entry_token)
+
+    nxt = next_assignment(enrollment=enrollment)
+    if nxt.assignment is None:
+        if nxt.reason in FINISHED:
+            enrollment_complete(enrollment=enrollment)
+        return _to_step(request, study, "done")
+    notice = ""
+    if error and nxt.assignment.pk != failed_pk:
+        # The answered item is gone (its lease lapsed and someone else took it): say so on the next one.
+        error, notice, posted = "", error, None
+    mark_shown(assignment=nxt.assignment)
+    context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
+    template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
+    return render(request, template, context, status=422 if error else 200)
+
+
+@never_cache
+@require_GET
+def done(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "done":
+        return _to_step(request, study, step)
+    if enrollment.ended_early:
+        outcome = "ended"
+    elif enrollment.completed_at is None:
+        outcome = "closed"
+    elif has_judged(enrollment=enrollment):
+        outcome = "complete"
+    else:
+        outcome = "empty"
+    context = {"study": study, "outcome": outcome, "leaderboard_url": _leaderboard_url(study)}
+    return render(request, "annotation/done.html", context)
+
+
+@require_GET
+def leaderboard(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(
+        Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token, task_type="vote_allocation"
+    )
+    # Totals stay hidden while voting is open so they cannot sway anyone's votes.
+    boards = None if study.is_open else vote_leaderboard(study=study)
+    return render(
+        request, "annotation/leaderboard.html", {"study": study, "boards": boards, "language": _language(study)}
+    )

@@ -1,0 +1,57 @@
+"""Big item files are imported by a real Celery worker, all or nothing."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import transaction
+
+from annotation.importers import INLINE_MAX_BYTES, item_import_start
+from annotation.models import Item, ItemImport
+from annotation.services.studies import study_create
+
+from .conftest import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def media_shared_with_worker(settings, celery_worker):
+    settings.MEDIA_ROOT = celery_worker.data_dir / "media"
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return celery_worker
+
+
+def big_csv(n: int, *, bad_rows: tuple[int, ...] = ()) -> SimpleUploadedFile:
+    filler = "A long joke about a duck walking into a bar and ordering water. " * 20
+    lines = ["id,text,gold"] + [f"j{i},{filler}{i},{9 if i in bad_rows else 2}" for i in range(n)]
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > INLINE_MAX_BYTES
+    return SimpleUploadedFile("big.csv", data)
+
+
+def finished(item_import: ItemImport) -> bool:
+    item_import.refresh_from_db()
+    return item_import.is_finished
+
+
+class TestImportByWorker:
+    def test_a_big_file_is_queued_and_imported_by_the_worker(self, media_shared_with_worker, researcher):
+        study = study_create(owner=researcher, name="Big import", task_type="ordinal")
+        with transaction.atomic():
+            item_import = item_import_start(study=study, upload=big_csv(1500), user=researcher)
+        assert item_import.status == "queued"
+        assert wait_until(lambda: finished(item_import)), media_shared_with_worker.log_text()
+        assert (item_import.status, item_import.items_created, item_import.errors) == ("done", 1500, [])
+        assert Item.objects.filter(study=study).count() == 1500
+        assert item_import.started_at is not None and item_import.finished_at is not None
+
+    def test_a_big_file_with_bad_rows_fails_with_row_errors_and_no_items(self, media_shared_with_worker, researcher):
+        study = study_create(owner=researcher, name="Bad big import", task_type="ordinal")
+        with transaction.atomic():
+            item_import = item_import_start(study=study, upload=big_csv(1500, bad_rows=(10, 1400)), user=researcher)
+        assert wait_until(lambda: finished(item_import)), media_shared_with_worker.log_text()
+        assert item_import.status == "failed"
+        assert item_import.errors == [
+            "Row 12: gold answer: The rating 9 is outside the scale (0, 1, 2, 3).",
+            "Row 1402: gold answer: The rating 9 is outside the scale (0, 1, 2, 3).",
+        ]
+        assert Item.objects.filter(study=study).count() == 0
