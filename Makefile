@@ -40,12 +40,16 @@ $(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
 deps: $(VENV)/.deps
 dev-deps: $(VENV)/.dev-deps
 
-# The browser tests drive Debian's Chromium (Playwright cannot download its own here).
+# The browser tests drive Debian's Chromium (Playwright cannot download its own here);
+# a CJK font lets screenshots of Chinese and Japanese items show real glyphs.
 browser:
-	@if [ ! -x /usr/bin/chromium ] && [ -z "$$FUNNYBONE_CHROMIUM" ]; then \
-		echo "Installing Debian chromium for the browser tests"; \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || [ -n "$$FUNNYBONE_CHROMIUM" ] || missing="chromium"; \
+	fc-list 2>/dev/null | grep -qiE 'wqy|noto sans cjk' || missing="$$missing fonts-wqy-zenhei"; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing Debian packages for the browser tests:$$missing"; \
 		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 migrate: deps
