@@ -7,6 +7,8 @@ urlpatterns = [
     path("studies/", include("annotation.researcher_urls")),
     path("api/", include("annotation.api_urls")),
     path("analysis/", include("ratings.urls")),
+    path("alignment/", include("ratings.alignment_urls")),
+    path("exports/", include("ratings.export_urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -1,0 +1,306 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Time and measure the study exports against a pandas ``DataFrame.to_excel`` baseline.
+
+    .venv/bin/python bench/bench_export.py [--sizes 100000,1000000] [--raters 18] [--judges 2]
+
+For every size N it builds one ordinal (0–3) study with N judgments straight
+into the database (``bulk_create`` and ``executemany``, no services): ``--raters`` crowd raters and
+``--judges`` LLM judges each judge every item, so there are
+N / (raters + judges) items. The database is the one ``DATABASE_URL`` names
+(it must be a scratch database: the bench migrates it and adds a study), or
+by default a temporary SQLite file that is deleted afterwards.
+
+Each measured phase then runs in its own child process, so its peak resident
+memory (``ru_maxrss`` from ``wait4``) is its own:
+
+* ``idle``      Django set up and nothing else: the floor under every figure;
+* ``workbook``  Funnybone's XLSX workbook (write-only openpyxl, chunked reads);
+* ``csv``       Funnybone's long-format CSV;
+* ``pandas``    the baseline: the same long-format rows read into a DataFrame
+                and written with ``DataFrame.to_excel`` (openpyxl engine).
+
+A phase that runs past ``--cap`` seconds is stopped and printed as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PHASES = ("idle", "workbook", "csv", "pandas")
+BATCH = 10_000
+
+
+def _django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "funnybone.settings")
+    import django
+
+    django.setup()
+
+
+# -- building the study ----------------------------------------------------------------
+
+
+def build(n_judgments: int, n_raters: int, n_judges: int, seed: int = 7) -> int:
+    """Create the study and its judgments; return the study id."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from django.utils import timezone
+
+    from annotation.models import Assignment, Enrollment, Item, Judgment, Rater, Study
+
+    rng = random.Random(seed)
+    per_item = n_raters + n_judges
+    n_items = max(1, n_judgments // per_item)
+    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
+    stamp = f"{n_judgments}-{int(time.time())}"
+    study = Study.objects.create(
+        owner=owner,
+        name=f"Export bench {stamp}",
+        slug=f"export-bench-{stamp}",
+        task_type="ordinal",
+        config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
+        quota_per_item=n_raters,
+        state=Study.State.OPEN,
+    )
+    Item.objects.bulk_create(
+        (
+            Item(study=study, external_id=f"joke-{i}", position=i, prompt=f"Setup {i}.", text=f"Punchline number {i}.")
+            for i in range(n_items)
+        ),
+        batch_size=BATCH,
+    )
+    items = list(Item.objects.filter(study=study).order_by("position").values_list("pk", flat=True))
+    raters = Rater.objects.bulk_create(
+        [Rater(kind=Rater.Kind.CROWD, external_id=f"bench-{stamp}-p{r}") for r in range(n_raters)]
+        + [Rater(kind=Rater.Kind.LLM, name=f"judge-{r}") for r in range(n_judges)]
+    )
+    if not all(r.pk for r in raters):  # backends without RETURNING
+        raters = list(Rater.objects.filter(external_id__startswith=f"bench-{stamp}-")) + list(
+            Rater.objects.filter(kind=Rater.Kind.LLM, name__startswith="judge-").order_by("-pk")[:n_judges]
+        )
+    Enrollment.objects.bulk_create(Enrollment(study=study, rater=r) for r in raters if r.kind == Rater.Kind.CROWD)
+    now = timezone.now()
+    # Each rater has a leaning, so the ratings are not uniform noise.
+    leaning = {r.pk: rng.random() for r in raters}
+    humans = {r.pk for r in raters if r.kind == Rater.Kind.CROWD}
+    step = max(1, BATCH // per_item)
+    for start in range(0, n_items, step):
+        chunk = items[start : start + step]
+        with transaction.atomic():
+            _insert(
+                Assignment,
+                [
+                    "study_id",
+                    "item_id",
+                    "rater_id",
+                    "trial",
+                    "sequence",
+                    "state",
+                    "shown_order",
+                    "leased_at",
+                    "lease_expires_at",
+                ],
+                [(study.pk, item_id, r.pk, 0, 0, "done", "[]", now, now) for item_id in chunk for r in raters],
+            )
+            assignment_ids = Assignment.objects.filter(item_id__in=chunk).values_list("pk", "item_id", "rater_id")
+            rows = []
+            for pk, item_id, rater_id in assignment_ids:
+                rating = min(3, max(0, round(rng.gauss(1.5 + leaning[rater_id], 1.0))))
+                human = rater_id in humans
+                provenance = (
+                    {}
+                    if human
+                    else {
+                        "raw_response": str(rating),
+                        "usage": {"prompt_tokens": 180, "completion_tokens": 1},
+                        "latency_ms": rng.randint(200, 900),
+                    }
+                )
+                rows.append(
+                    (
+                        pk,
+                        study.pk,
+                        item_id,
+                        rater_id,
+                        "ok",
+                        json.dumps({"rating": rating}),
+                        "[]",
+                        rng.randint(1500, 20000) if human else None,
+                        False,
+                        None,
+                        json.dumps(provenance),
+                        now,
+                    )
+                )
+            _insert(
+                Judgment,
+                [
+                    "assignment_id",
+                    "study_id",
+                    "item_id",
+                    "rater_id",
+                    "status",
+                    "value",
+                    "shown_order",
+                    "duration_ms",
+                    "too_fast",
+                    "attention_passed",
+                    "provenance",
+                    "created_at",
+                ],
+                rows,
+            )
+    return study.pk
+
+
+def _insert(model, columns: list[str], rows: list[tuple]) -> None:
+    """Insert many rows with one prepared statement.
+
+    The study's items, raters and enrollments are made with ``bulk_create``;
+    the 2 × N assignment and judgment rows go through ``executemany`` because
+    ``bulk_create`` spends most of its time compiling SQL, which would make the
+    1M build take longer than the export it prepares.
+    """
+    from django.db import connection
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(c) for c in columns)
+    marks = ", ".join(["%s"] * len(columns))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)  # noqa: S608 - fixed names
+
+
+# -- phases (each in its own process) ------------------------------------------------------
+
+
+def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
+    from annotation.models import Judgment, Study
+
+    study = Study.objects.get(pk=study_id)
+    started = time.perf_counter()
+    rows = 0
+    target = Path(out_dir) / f"{phase}-{study_id}"
+    if phase == "workbook":
+        from ratings.exports.workbook import write_workbook
+
+        rows = write_workbook(study, str(target.with_suffix(".xlsx")))
+        target = target.with_suffix(".xlsx")
+    elif phase == "csv":
+        from ratings.exports.csv_jsonl import write_csv
+
+        target = target.with_suffix(".csv")
+        with open(target, "w", encoding="utf-8", newline="") as out:
+            rows = write_csv(study, out)
+    elif phase == "pandas":
+        import pandas as pd
+
+        columns = [
+            "item__external_id",
+            "rater_id",
+            "rater__kind",
+            "rater__external_id",
+            "status",
+            "value",
+            "duration_ms",
+            "too_fast",
+            "attention_passed",
+            "created_at",
+        ]
+        records = Judgment.objects.filter(study=study).order_by("item__position", "rater_id").values_list(*columns)
+        frame = pd.DataFrame.from_records(list(records.iterator(chunk_size=BATCH)), columns=columns)
+        frame["value"] = frame["value"].map(json.dumps)
+        frame["created_at"] = frame["created_at"].dt.tz_localize(None)
+        target = target.with_suffix(".xlsx")
+        frame.to_excel(target, index=False, engine="openpyxl")
+        rows = len(frame)
+    seconds = time.perf_counter() - started
+    size = target.stat().st_size if target.exists() else 0
+    return {"seconds": seconds, "rows": rows, "bytes": size}
+
+
+def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
+    """Run one phase in a child process; its own peak RSS comes from wait4."""
+    command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    deadline = time.monotonic() + cap
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            child.kill()
+            os.wait4(child.pid, 0)
+            return {"skipped": f">{cap:.0f}s"}
+        time.sleep(0.2)
+    output = child.stdout.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {"skipped": f"failed (exit {os.waitstatus_to_exitcode(status)})"}
+    result = json.loads(output.strip().splitlines()[-1])
+    result["peak_mb"] = usage.ru_maxrss / 1024  # Linux reports KiB
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100000", help="comma-separated judgment counts")
+    parser.add_argument("--raters", type=int, default=18)
+    parser.add_argument("--judges", type=int, default=2)
+    parser.add_argument("--cap", type=float, default=900.0, help="seconds before a phase is stopped")
+    parser.add_argument("--phases", default=",".join(PHASES))
+    parser.add_argument("--phase", help=argparse.SUPPRESS)
+    parser.add_argument("--study", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.phase:  # a child: one phase, one JSON line
+        _django()
+        print(json.dumps(run_phase(args.phase, args.study, args.out)))
+        return
+
+    scratch = tempfile.mkdtemp(prefix="fb-bench-export-")
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = f"sqlite:///{scratch}/bench.sqlite3"
+    _django()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    call_command("migrate", verbosity=0)
+    phases = [p for p in args.phases.split(",") if p]
+    print(f"database: {engine}; raters per item: {args.raters} human + {args.judges} LLM; cap {args.cap:.0f}s")
+    print(f"{'judgments':>10} {'phase':>9} {'seconds':>9} {'peak MB':>9} {'rows':>9} {'file MB':>8}")
+    for size in (int(s) for s in args.sizes.split(",")):
+        started = time.perf_counter()
+        study_id = build(size, args.raters, args.judges)
+        print(f"{size:>10} {'build':>9} {time.perf_counter() - started:>9.1f}")
+        for phase in phases:
+            result = measure(phase, study_id, scratch, args.cap)
+            if "skipped" in result:
+                print(f"{size:>10} {phase:>9} {'skipped ' + result['skipped']:>30}")
+                continue
+            print(
+                f"{size:>10} {phase:>9} {result['seconds']:>9.1f} {result['peak_mb']:>9.0f} "
+                f"{result['rows']:>9} {result['bytes'] / 2**20:>8.1f}"
+            )
+            sys.stdout.flush()
+    if engine == "sqlite3":
+        for leftover in Path(scratch).iterdir():
+            leftover.unlink()
+        os.rmdir(scratch)
+    else:
+        print(f"(outputs left in {scratch}; the bench studies stay in the database)")
+
+
+if __name__ == "__main__":
+    main()

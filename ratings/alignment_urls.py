@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""URLs of the alignment report; mounted with ``path("alignment/", include("ratings.alignment_urls"))``."""
+
+from django.urls import path
+
+from . import alignment_views
+
+app_name = "alignment"
+
+urlpatterns = [
+    path("<slug:slug>/", alignment_views.alignment_report, name="report"),
+    path("<slug:slug>/recompute/", alignment_views.alignment_recompute, name="recompute"),
+    path("<slug:slug>/reports/<int:pk>/", alignment_views.alignment_status, name="status"),
+    path(
+        "<slug:slug>/reports/<int:pk>/plots/<slug:name>.<str:fmt>",
+        alignment_views.alignment_plot,
+        name="plot",
+    ),
+]
