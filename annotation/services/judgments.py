@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..models import Assignment, Enrollment, Item, Judgment, Rater
+from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
 from .assignment import item_holders
 
@@ -55,15 +55,18 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
     """Lock what a submission reads and writes, in next_assignment's order.
 
     For a person: their enrollment first (one request per rater at a time; it
-    is written when a check fails), then the item row, which next_assignment
-    also locks before counting an item's holders, so a late answer and a new
-    lease cannot both take an item's last place. A model judge is not bound by
-    the quota and only needs its assignment.
+    is written when a check fails), then the assignment together with its item
+    row, which next_assignment also locks before counting an item's holders, so
+    a late answer and a new lease cannot both take an item's last place. Both
+    rows in one statement is safe: any other request that locks this
+    assignment and something more holds the rater's enrollment first. A model
+    judge is not bound by the quota and only needs its assignment.
     """
+    rows = ("self",)
     if rater.is_human:
         Enrollment.objects.select_for_update().filter(study_id=assignment.study_id, rater=rater).first()
-        Item.objects.select_for_update().filter(pk=assignment.item_id).first()
-    return Assignment.objects.select_for_update(of=("self",)).select_related("study", "item").get(pk=assignment.pk)
+        rows = ("self", "item")
+    return Assignment.objects.select_for_update(of=rows).select_related("study", "item").get(pk=assignment.pk)
 
 
 def judgment_submit(

@@ -6,35 +6,71 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Export',
+            name="Export",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('format', models.CharField(choices=[('xlsx', 'Excel workbook'), ('csv', 'CSV, one row per judgment'), ('jsonl', 'JSON Lines, one judgment per line')], max_length=10)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=10)),
-                ('file', models.CharField(blank=True, max_length=300)),
-                ('rater_subset', models.JSONField(blank=True, default=list, help_text='Rater ids of a selected subset; empty for none.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('rows_written', models.PositiveBigIntegerField(default=0)),
-                ('rows_expected', models.PositiveBigIntegerField(default=0)),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "format",
+                    models.CharField(
+                        choices=[
+                            ("xlsx", "Excel workbook"),
+                            ("csv", "CSV, one row per judgment"),
+                            ("jsonl", "JSON Lines, one judgment per line"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("queued", "Queued"), ("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("file", models.CharField(blank=True, max_length=300)),
+                (
+                    "rater_subset",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Rater ids of a selected subset; empty for none."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("rows_written", models.PositiveBigIntegerField(default=0)),
+                ("rows_expected", models.PositiveBigIntegerField(default=0)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="exports", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="exports", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status', 'done'), _negated=True) | models.Q(('file', ''), _negated=True), name='export_done_has_file')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("status", "done"), _negated=True) | models.Q(("file", ""), _negated=True),
+                        name="export_done_has_file",
+                    )
+                ],
             },
         ),
     ]

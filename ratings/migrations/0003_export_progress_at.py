@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ratings', '0002_alignmentreport'),
+        ("ratings", "0002_alignmentreport"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='export',
-            name='progress_at',
+            model_name="export",
+            name="progress_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
