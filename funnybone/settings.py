@@ -162,7 +162,15 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, items and judgments for humor research.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {
+        "ImportFormatEnum": "annotation.models.ItemImport.Format",
+        "ExportFormatEnum": "ratings.models.Export.Format",
+    },
 }
+
+# Judge API keys stored in the database are encrypted with a key derived from this
+# (or from SECRET_KEY when unset); keys named by an environment variable are never stored.
+FUNNYBONE_KEY_SECRET = env_str("FUNNYBONE_KEY_SECRET")
 
 # Celery: a file-system broker by default so `make run` needs no server.
 _redis_url = env_str("REDIS_URL")
@@ -206,4 +214,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The OpenAI SDK's HTTP client logs every request line at INFO.
+    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2", "openai")},
 }

@@ -5,6 +5,8 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("annotation.urls")),
     path("studies/", include("annotation.researcher_urls")),
+    path("judging/", include("judging.urls")),
+    path("api/judging/", include("judging.api_urls")),
     path("api/", include("annotation.api_urls")),
     path("analysis/", include("ratings.urls")),
     path("alignment/", include("ratings.alignment_urls")),

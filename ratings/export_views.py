@@ -19,6 +19,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.request import Request
@@ -188,6 +189,7 @@ class ExportSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(reverse("exports:api_status", args=[export.pk]))
 
 
+@extend_schema(request=ExportRequestSerializer, responses={202: ExportSerializer})
 @api_view(["POST"])
 def api_export_create(request: Request, slug: str) -> Response:
     """Queue an export of one of your studies; poll its status_url until download_url appears."""
@@ -202,6 +204,7 @@ def api_export_create(request: Request, slug: str) -> Response:
     return Response(ExportSerializer(export, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(responses=ExportSerializer)
 @api_view(["GET"])
 def api_export_status(request: Request, pk: int) -> Response:
     export = _get_owned_export(request.user, pk)

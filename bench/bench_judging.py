@@ -1,0 +1,113 @@
+"""Judge-run throughput against a local endpoint with a fixed artificial latency.
+
+    .venv/bin/python bench/bench_judging.py [--latency-ms 200] [--concurrency 1 4 16 64] [--seconds 4]
+
+An OpenAI-compatible fake server on loopback answers every request after a
+fixed delay. A run over enough items to keep each concurrency level busy for
+about ``--seconds`` is worked in this process (the same code a Celery task
+runs: claims, thread pool, parsing, judgment writes), and the achieved rate is
+printed as a fraction of the endpoint's theoretical capacity
+(concurrency / latency), with our overhead per judgment: the wall time beyond
+what the endpoint's latency alone explains, spread over the judgments.
+
+Uses a throw-away SQLite database unless DATABASE_URL is set (then it must
+name a database this benchmark may fill and empty). Prints figures; asserts
+nothing.
+"""
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def setup_django(workdir: Path) -> None:
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{workdir / 'bench.sqlite3'}")
+    os.environ.setdefault("FUNNYBONE_DATA_DIR", str(workdir))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "funnybone.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def bench(concurrency: int, latency_ms: int, seconds: float, server, owner) -> dict:
+    from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
+    from judging.selectors import run_progress
+    from judging.services.judges import judge_create
+    from judging.services.runs import process_run, run_create
+
+    n_items = max(concurrency, int(seconds * concurrency * 1000 / latency_ms))
+    study = study_create(owner=owner, name=f"bench c{concurrency}", task_type="ordinal")
+    items_create(study=study, items=[ItemSpec(external_id=f"b{i}", text=f"Joke number {i}.") for i in range(n_items)])
+    study_set_state(study=study, state="open")
+    judge = judge_create(
+        owner=owner,
+        name=f"bench judge c{concurrency}",
+        base_url=server.url(f"slow:{latency_ms}"),
+        model="fake",
+        concurrency=concurrency,
+        timeout_seconds=30,
+    )
+    run = run_create(study=study, judge=judge, enqueue=False)
+    started = time.perf_counter()
+    process_run(run_id=run.pk)
+    wall = time.perf_counter() - started
+    run.refresh_from_db()
+    progress = run_progress(run=run)
+    latency = latency_ms / 1000
+    ideal = math.ceil(n_items / concurrency) * latency
+    return {
+        "concurrency": concurrency,
+        "judgments": progress.judged,
+        "wall_s": wall,
+        "rate": n_items / wall,
+        "capacity": concurrency / latency,
+        "overhead_ms": max(0.0, wall - ideal) / n_items * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--seconds", type=float, default=4.0, help="Target run length per level.")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="fb-bench-") as tmp:
+        setup_django(Path(tmp))
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+
+        import judging.services.judging_job  # noqa: F401 - import the SDK before the clock starts
+        from judging.testing.fault_server import FaultServer
+
+        server = FaultServer().start()
+        owner = get_user_model().objects.create_user(f"bench-{time.time_ns()}")
+        engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+        print(f"endpoint latency {args.latency_ms} ms, database {engine}, {os.cpu_count()} CPUs")
+        print(
+            f"{'concurrency':>11} {'judgments':>9} {'wall s':>7} {'judg./s':>8} {'capacity/s':>10} {'fraction':>8} {'overhead ms/judgment':>21}"
+        )
+        try:
+            for concurrency in args.concurrency:
+                row = bench(concurrency, args.latency_ms, args.seconds, server, owner)
+                print(
+                    f"{row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} {row['rate']:>8.1f} "
+                    f"{row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} {row['overhead_ms']:>21.2f}"
+                )
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""API shapes for judges, runs and templates. ``api_key`` is accepted on input and never output."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ..models import JudgeConfig, JudgeRun, PromptTemplate
+
+JUDGE_SETTINGS = [
+    "base_url",
+    "model",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "structured_output",
+    "timeout_seconds",
+    "max_retries",
+    "backoff_seconds",
+    "concurrency",
+    "rate_limit_per_minute",
+    "input_cost_per_million",
+    "output_cost_per_million",
+    "templates",
+    "trials",
+    "both_orders",
+    "seed",
+]
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=True)
+    has_api_key = serializers.BooleanField(read_only=True)
+    key_source = serializers.CharField(read_only=True)
+    rater = serializers.IntegerField(source="rater_id", read_only=True)
+
+    class Meta:
+        model = JudgeConfig
+        fields = [
+            "id",
+            "rater",
+            "name",
+            "baseline",
+            *JUDGE_SETTINGS,
+            "api_key",
+            "has_api_key",
+            "key_source",
+            "created_at",
+        ]
+        read_only_fields = ["id", "rater", "created_at"]
+        # Validation is the services' job; the model's own constraints are checked there.
+        validators: list = []
+
+    def settings(self) -> dict:
+        return {k: v for k, v in self.validated_data.items() if k in JUDGE_SETTINGS}
+
+
+class RunCreateSerializer(serializers.Serializer):
+    study = serializers.IntegerField()
+    judge = serializers.IntegerField()
+    trials = serializers.IntegerField(min_value=1, max_value=20, required=False)
+    both_orders = serializers.BooleanField(required=False)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    judge_name = serializers.CharField(source="judge.name", read_only=True)
+    template = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeRun
+        fields = [
+            "id",
+            "study",
+            "judge",
+            "judge_name",
+            "template",
+            "trials",
+            "both_orders",
+            "status",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "progress",
+        ]
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_template(self, run: JudgeRun):
+        return {"name": run.template.name, "version": run.template.version} if run.template else None
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_progress(self, run: JudgeRun):
+        from ..selectors import run_progress
+
+        return run_progress(run=run).as_dict() if self.context.get("with_progress") else None
+
+
+class TemplateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PromptTemplate
+        fields = [
+            "id",
+            "name",
+            "version",
+            "task_type",
+            "description",
+            "system_text",
+            "user_text",
+            "response_schema",
+            "builtin",
+            "created_at",
+        ]
+        read_only_fields = ["id", "version", "builtin", "created_at"]
+        validators: list = []

@@ -1,0 +1,120 @@
+"""Forms for the judge pages. The API key field is write-only: it is never rendered back."""
+
+from typing import Any
+
+from django import forms
+
+from annotation.task_types import TASK_TYPES
+
+from .models import JudgeConfig, PromptTemplate, Tournament
+
+JUDGE_FIELDS = [
+    "name",
+    "baseline",
+    "base_url",
+    "model",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "structured_output",
+    "timeout_seconds",
+    "max_retries",
+    "backoff_seconds",
+    "concurrency",
+    "rate_limit_per_minute",
+    "trials",
+    "both_orders",
+    "input_cost_per_million",
+    "output_cost_per_million",
+]
+
+
+class JudgeForm(forms.ModelForm):
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted and never shown again. Leave empty to keep the stored key.",
+    )
+    remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    class Meta:
+        model = JudgeConfig
+        fields = JUDGE_FIELDS
+        labels = {
+            "base_url": "Base URL",
+            "api_key_env": "API key environment variable",
+            "max_tokens": "Max tokens",
+            "timeout_seconds": "Timeout (seconds)",
+            "backoff_seconds": "First retry wait (seconds)",
+            "rate_limit_per_minute": "Rate limit (requests per minute)",
+            "both_orders": "Judge pairwise items in both orders",
+            "input_cost_per_million": "Price per million prompt tokens",
+            "output_cost_per_million": "Price per million completion tokens",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        by_type: dict[str, list[str]] = {}
+        for name, task_type in PromptTemplate.objects.values_list("name", "task_type").distinct().order_by("name"):
+            by_type.setdefault(task_type, []).append(name)
+        current = (self.instance.templates or {}) if self.instance.pk else {}
+        for task_type in TASK_TYPES:
+            choices = [("", "(default)")] + [(n, n) for n in by_type.get(task_type, [])]
+            self.fields[f"template_{task_type}"] = forms.ChoiceField(
+                choices=choices,
+                required=False,
+                initial=current.get(task_type, ""),
+                label=f"Prompt template for {TASK_TYPES[task_type].title.lower()} items",
+            )
+        if self.instance.pk:
+            self.fields["baseline"].disabled = True
+
+    def settings(self) -> dict[str, Any]:
+        """The cleaned settings in the shape the services take (no key, no name, no baseline)."""
+        data = {k: v for k, v in self.cleaned_data.items() if k in JUDGE_FIELDS and k not in ("name", "baseline")}
+        data["templates"] = {
+            task_type: self.cleaned_data[f"template_{task_type}"]
+            for task_type in TASK_TYPES
+            if self.cleaned_data.get(f"template_{task_type}")
+        }
+        return data
+
+    def api_key_change(self) -> str | None:
+        """None keeps the stored key, "" removes it, anything else replaces it."""
+        if self.cleaned_data.get("remove_api_key"):
+            return ""
+        return self.cleaned_data.get("api_key") or None
+
+    def _post_clean(self) -> None:
+        # Validation happens in the services (judge_create / judge_update), not on the bare instance.
+        return
+
+
+class RunForm(forms.Form):
+    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
+    trials = forms.IntegerField(min_value=1, max_value=20, required=False, help_text="Default: the judge's own.")
+    both_orders = forms.BooleanField(required=False, help_text="Pairwise studies: judge A/B and B/A.")
+
+    def __init__(self, *args: Any, owner=None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)
+
+
+class TemplateForm(forms.Form):
+    name = forms.SlugField(max_length=80)
+    task_type = forms.ChoiceField(choices=[(k, t.title) for k, t in TASK_TYPES.items()])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    system_text = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), label="System message")
+    user_text = forms.CharField(widget=forms.Textarea(attrs={"rows": 14}), label="User message")
+
+
+class TournamentForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
+    schedule = forms.ChoiceField(choices=Tournament.Schedule.choices)
+    budget = forms.IntegerField(min_value=1, required=False, help_text="Most matches; empty for all of them.")
+
+    def __init__(self, *args: Any, owner=None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)

@@ -1,0 +1,16 @@
+"""Prompt templates: the built-in ones, rendering, and the answer schemas."""
+
+from .builtin import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, BuiltinTemplate, builtin
+from .render import CandidateView, build_context, check_template, default_schema, render_messages
+
+__all__ = [
+    "BUILTIN_TEMPLATES",
+    "DEFAULT_TEMPLATE",
+    "BuiltinTemplate",
+    "CandidateView",
+    "build_context",
+    "builtin",
+    "check_template",
+    "default_schema",
+    "render_messages",
+]

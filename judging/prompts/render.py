@@ -1,0 +1,191 @@
+"""Turning a template and an item into chat messages, and the answer's JSON schema.
+
+Templates are rendered by Django's template engine with autoescaping off (the
+output is plain text for a model, not HTML) and with only plain strings, numbers
+and lists in the context, so a template can read the item but call nothing.
+
+Variables every template may use:
+    prompt, text        the item's prompt (setup, headline) and text
+    candidates          the options in the order shown: number, label, text, context
+    n                   how many candidates
+    a, b                the first and second candidate shown (pairwise)
+    scale               ordinal points: point, label;  points: "0, 1, 2, 3"
+    labels              binary options: value, label;  label_values: "funny, not_funny"
+    question            the study's question (pick one)
+    max_votes           vote allocation
+    headline, token     micro-edit headline with the token marked, and the token
+    mechanisms, delivery, failures   HumorRank's closed vocabularies, comma-separated
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.template import Context, Engine, TemplateSyntaxError
+
+from annotation.models import Item
+from annotation.task_types.free_text import split_headline
+
+from .builtin import DELIVERY_FEATURES, FAILURE_FEATURES, HUMOR_MECHANISMS
+
+_ENGINE = Engine(autoescape=False, debug=False)
+_MISSING = "\x00missing:%s\x00"
+_CHECKING_ENGINE = Engine(autoescape=False, debug=False, string_if_invalid=_MISSING)
+
+VARIABLES = (
+    "prompt",
+    "text",
+    "candidates",
+    "n",
+    "a",
+    "b",
+    "a_context",
+    "b_context",
+    "scale",
+    "points",
+    "labels",
+    "label_values",
+    "question",
+    "max_votes",
+    "headline",
+    "token",
+    "mechanisms",
+    "delivery",
+    "failures",
+)
+LETTERS = "ABCDEFGHIJ"
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    key: str
+    text: str
+    context: str
+
+
+def build_context(
+    *, item: Item, candidates: list[CandidateView], config: dict[str, Any], task_type: str
+) -> dict[str, Any]:
+    """The variables a template sees for one item, with candidates in the order shown."""
+    shown = [
+        {
+            "number": i + 1,
+            "label": LETTERS[i] if i < len(LETTERS) else str(i + 1),
+            "text": c.text,
+            "context": c.context,
+        }
+        for i, c in enumerate(candidates)
+    ]
+    before, token, after = split_headline(item.text) if task_type == "micro_edit" else (item.text, "", "")
+    scale = [
+        {"point": p, "label": label}
+        for p, label in zip(config.get("points", []), config.get("labels", []), strict=False)
+    ]
+    options = [{"value": str(o["value"]), "label": o["label"]} for o in config.get("options", [])]
+    return {
+        "prompt": item.prompt,
+        "text": item.text,
+        "candidates": shown,
+        "n": len(shown),
+        "a": shown[0]["text"] if shown else "",
+        "b": shown[1]["text"] if len(shown) > 1 else "",
+        "a_context": shown[0]["context"] if shown else "",
+        "b_context": shown[1]["context"] if len(shown) > 1 else "",
+        "scale": scale,
+        "points": ", ".join(str(p["point"]) for p in scale),
+        "labels": options,
+        "label_values": ", ".join(o["value"] for o in options),
+        "question": config.get("question", ""),
+        "max_votes": config.get("max_votes", ""),
+        "headline": f"{before}[{token}]{after}" if token else item.text,
+        "token": token,
+        "mechanisms": ", ".join(HUMOR_MECHANISMS),
+        "delivery": ", ".join(DELIVERY_FEATURES),
+        "failures": ", ".join(FAILURE_FEATURES),
+    }
+
+
+def render(source: str, context: dict[str, Any]) -> str:
+    return _ENGINE.from_string(source).render(Context(context, autoescape=False)).strip()
+
+
+def render_messages(*, system: str, user: str, context: dict[str, Any]) -> list[dict[str, str]]:
+    messages = []
+    if system.strip():
+        messages.append({"role": "system", "content": render(system, context)})
+    messages.append({"role": "user", "content": render(user, context)})
+    return messages
+
+
+def sample_context(task_type: str) -> dict[str, Any]:
+    """A filled-in context for checking that a template renders."""
+    item = Item(prompt="A headline", text="A <joke/> to judge")
+    candidates = [CandidateView("x", "First option", ""), CandidateView("y", "Second option", "")]
+    config = {
+        "points": [0, 1, 2, 3],
+        "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"],
+        "options": [{"value": "funny", "label": "Funny"}, {"value": "not_funny", "label": "Not funny"}],
+        "question": "Which one is the funniest?",
+        "max_votes": 3,
+    }
+    return build_context(item=item, candidates=candidates, config=config, task_type=task_type)
+
+
+def check_template(*, system: str, user: str, task_type: str) -> None:
+    """Raise ValidationError when a template does not compile or names unknown variables."""
+    if not user.strip():
+        raise ValidationError("The user message template is empty.")
+    context = sample_context(task_type)
+    for part, source in (("system", system), ("user", user)):
+        try:
+            out = _CHECKING_ENGINE.from_string(source).render(Context(context, autoescape=False))
+        except TemplateSyntaxError as exc:
+            raise ValidationError(f"The {part} template does not compile: {exc}") from None
+        if "\x00missing:" in out:
+            raise ValidationError(
+                f"The {part} template uses a variable that does not exist. Known variables: {', '.join(VARIABLES)}."
+            )
+
+
+def _features(vocabulary: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string", "enum": list(vocabulary)}, "minItems": 1, "maxItems": 3}
+
+
+def default_schema(*, task_type: str, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    """The JSON schema an answer of this task type must follow (None: free text)."""
+    if task_type == "pairwise":
+        decisions = ["A", "B", "TIE"] if config.get("allow_tie", True) else ["A", "B"]
+        return _object(
+            {
+                "reasoning": {"type": "string"},
+                "decision": {"type": "string", "enum": decisions},
+                "humor_mechanisms": _features(HUMOR_MECHANISMS),
+                "delivery_features": _features(DELIVERY_FEATURES),
+                "failure_features": _features(FAILURE_FEATURES),
+            },
+            ["reasoning", "decision", "humor_mechanisms", "delivery_features", "failure_features"],
+        )
+    if task_type == "ordinal":
+        return _object({"rating": {"type": "integer", "enum": list(config.get("points", []))}}, ["rating"])
+    if task_type == "binary":
+        values = [str(o["value"]) for o in config.get("options", [])]
+        return _object({"reasoning": {"type": "string"}, "label": {"type": "string", "enum": values}}, ["label"])
+    if task_type == "pick_one":
+        return _object({"choice": {"type": "integer", "minimum": 1, "maximum": n_candidates}}, ["choice"])
+    if task_type == "vote_allocation":
+        votes = {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": n_candidates},
+            "minItems": 1,
+            "maxItems": int(config.get("max_votes", 3)),
+        }
+        return _object({"votes": votes}, ["votes"])
+    if task_type == "micro_edit":
+        return _object({"replacement": {"type": "string"}}, ["replacement"])
+    if task_type == "explanation":
+        return _object({"text": {"type": "string"}}, ["text"])
+    return None
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}

@@ -1,0 +1,147 @@
+"""Creating and configuring judges. Each judge is a Rater of kind llm or baseline."""
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from annotation.models import Rater
+from annotation.task_types import TASK_TYPES
+
+from ..keys import set_api_key
+from ..models import JudgeConfig
+
+SETTINGS = {
+    "base_url",
+    "model",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "structured_output",
+    "timeout_seconds",
+    "max_retries",
+    "backoff_seconds",
+    "concurrency",
+    "rate_limit_per_minute",
+    "input_cost_per_million",
+    "output_cost_per_million",
+    "templates",
+    "trials",
+    "both_orders",
+    "seed",
+}
+BASELINE_NAMES = {
+    JudgeConfig.Baseline.RANDOM: "baseline: random",
+    JudgeConfig.Baseline.CONSTANT: "baseline: constant",
+    JudgeConfig.Baseline.LENGTH: "baseline: length (shorter is funnier)",
+}
+
+
+def _check_base_url(url: str) -> None:
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValidationError("The base URL must be an http(s) address, e.g. http://127.0.0.1:8080/v1.")
+    if parts.username or parts.password:
+        raise ValidationError("Put credentials in the API key, not in the base URL.")
+
+
+def _check_templates(templates: Any) -> None:
+    if not isinstance(templates, dict) or not all(
+        isinstance(k, str) and k in TASK_TYPES and isinstance(v, str) and v for k, v in templates.items()
+    ):
+        raise ValidationError("Templates must map task types to template names.")
+
+
+def _apply(judge: JudgeConfig, changes: dict[str, Any]) -> None:
+    unknown = set(changes) - SETTINGS
+    if unknown:
+        raise ValidationError(f"Unknown judge setting(s): {', '.join(sorted(unknown))}.")
+    for key, value in changes.items():
+        setattr(judge, key, value)
+    if judge.api_key_env:
+        judge.api_key_encrypted = ""
+    _check_base_url(judge.base_url)
+    _check_templates(judge.templates)
+    if not judge.baseline and not (judge.base_url and judge.model):
+        raise ValidationError("An LLM judge needs a base URL and a model name.")
+
+
+def judge_create(
+    *,
+    owner: AbstractBaseUser,
+    name: str,
+    baseline: str = "",
+    api_key: str | None = None,
+    **settings: Any,
+) -> JudgeConfig:
+    """A new judge and its rater. ``api_key`` is stored encrypted and never shown again."""
+    if baseline not in JudgeConfig.Baseline.values:
+        raise ValidationError(f"Unknown baseline {baseline!r}; choose random, constant or length.")
+    name = (name or "").strip() or BASELINE_NAMES.get(baseline, "")
+    if not name:
+        raise ValidationError("A judge needs a name.")
+    if JudgeConfig.objects.filter(owner=owner, name=name).exists():
+        raise ValidationError(f"You already have a judge named {name!r}.")
+    judge = JudgeConfig(owner=owner, name=name, baseline=baseline)
+    _apply(judge, settings)
+    set_api_key(judge, api_key)
+    with transaction.atomic():
+        judge.rater = Rater.objects.create(kind=Rater.Kind.BASELINE if baseline else Rater.Kind.LLM, name=name)
+        judge.full_clean()
+        judge.save()
+    return judge
+
+
+def judge_update(*, judge: JudgeConfig, api_key: str | None = None, **changes: Any) -> JudgeConfig:
+    """Change a judge's settings. ``api_key=None`` keeps the stored key; "" removes it."""
+    name = changes.pop("name", None)
+    if name is not None:
+        name = name.strip()
+        if not name:
+            raise ValidationError("A judge needs a name.")
+        if JudgeConfig.objects.filter(owner=judge.owner, name=name).exclude(pk=judge.pk).exists():
+            raise ValidationError(f"You already have a judge named {name!r}.")
+        judge.name = name
+    _apply(judge, changes)
+    set_api_key(judge, api_key)
+    with transaction.atomic():
+        judge.full_clean()
+        judge.save()
+        if name is not None:
+            Rater.objects.filter(pk=judge.rater_id).update(name=name)
+    return judge
+
+
+def ensure_baseline_judges(*, owner: AbstractBaseUser) -> list[JudgeConfig]:
+    """The owner's three baseline judges, created the first time."""
+    judges = []
+    for kind, name in BASELINE_NAMES.items():
+        judge = JudgeConfig.objects.filter(owner=owner, baseline=kind).order_by("pk").first()
+        judges.append(judge or judge_create(owner=owner, name=name, baseline=kind, concurrency=1))
+    return judges
+
+
+def judge_find_or_create(
+    *, owner: AbstractBaseUser, baseline: str = "", base_url: str = "", model: str = "", **settings: Any
+) -> tuple[JudgeConfig, bool]:
+    """The owner's judge with this endpoint and model (or this baseline), made if missing; settings updated."""
+    if baseline:
+        existing = JudgeConfig.objects.filter(owner=owner, baseline=baseline).order_by("pk").first()
+        if existing:
+            return existing, False
+        return judge_create(owner=owner, name=BASELINE_NAMES[baseline], baseline=baseline), True
+    existing = (
+        JudgeConfig.objects.filter(owner=owner, baseline="", base_url=base_url, model=model).order_by("pk").first()
+    )
+    if existing:
+        changes = {k: v for k, v in settings.items() if getattr(existing, k) != v}
+        return (judge_update(judge=existing, **changes) if changes else existing), False
+    base = settings.pop("name", "") or f"{model} @ {urlsplit(base_url).netloc}"
+    name, n = base, 2
+    while JudgeConfig.objects.filter(owner=owner, name=name).exists():
+        name, n = f"{base} ({n})", n + 1
+    return judge_create(owner=owner, name=name, base_url=base_url, model=model, **settings), True

@@ -1,0 +1,263 @@
+"""The researcher's judge pages: judges, prompt templates, runs with live progress, tournaments.
+
+Only the owner sees a judge, and only a study's owner sees or starts its runs;
+anything else is a 404. API keys are write-only: no page ever renders one.
+"""
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.api.permissions import is_researcher
+from annotation.models import Study
+
+from .forms import JudgeForm, RunForm, TemplateForm, TournamentForm
+from .models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
+from .rankings import leaderboard
+from .selectors import run_progress
+from .services.judges import ensure_baseline_judges, judge_create, judge_update
+from .services.runs import run_cancel, run_create, run_resume
+from .services.templates import ensure_builtin_templates, template_save
+from .services.tournaments import tournament_cancel, tournament_create, tournament_verdicts
+
+
+def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @login_required
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not is_researcher(request.user):
+            raise PermissionDenied("These pages are for researchers.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _judge_for_user(request: HttpRequest, pk: int) -> JudgeConfig:
+    return get_object_or_404(JudgeConfig, pk=pk, owner=request.user)
+
+
+def _study_for_user(request: HttpRequest, pk: int) -> Study:
+    return get_object_or_404(Study, pk=pk, owner=request.user)
+
+
+def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
+    run = JudgeRun.objects.select_related("study", "judge", "template").filter(pk=pk).first()
+    if run is None or run.study.owner_id != request.user.pk:
+        raise Http404("No such run.")
+    return run
+
+
+def _add_errors(form: Any, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for name, errors in exc.error_dict.items():
+            form.add_error(name if name in form.fields else None, errors)
+    else:
+        form.add_error(None, exc)
+
+
+@researcher_required
+def judge_list(request: HttpRequest) -> HttpResponse:
+    ensure_builtin_templates()
+    form = JudgeForm(request.POST or None, instance=JudgeConfig())
+    if request.method == "POST" and form.is_valid():
+        try:
+            judge = judge_create(
+                owner=request.user,
+                name=form.cleaned_data["name"],
+                baseline=form.cleaned_data["baseline"],
+                api_key=form.api_key_change() or None,
+                **form.settings(),
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Judge {judge.name!r} created.")
+            return redirect("judging:judge_list")
+    judges = JudgeConfig.objects.filter(owner=request.user).select_related("rater")
+    return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
+
+
+@researcher_required
+@require_POST
+def baselines_add(request: HttpRequest) -> HttpResponse:
+    ensure_baseline_judges(owner=request.user)
+    messages.success(request, "The three baseline judges are ready.")
+    return redirect("judging:judge_list")
+
+
+@researcher_required
+def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = _judge_for_user(request, pk)
+    form = JudgeForm(request.POST or None, instance=judge)
+    if request.method == "POST" and form.is_valid():
+        settings = form.settings()
+        try:
+            judge_update(judge=judge, name=form.cleaned_data["name"], api_key=form.api_key_change(), **settings)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, "Judge saved.")
+            return redirect("judging:judge_edit", pk=judge.pk)
+    runs = judge.runs.select_related("study")[:50]
+    return render(request, "judging/judge_edit.html", {"judge": judge, "form": form, "runs": runs})
+
+
+@researcher_required
+def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
+    study = _study_for_user(request, study_pk)
+    form = RunForm(request.POST or None, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_create(
+                study=study,
+                judge=form.cleaned_data["judge"],
+                trials=form.cleaned_data["trials"],
+                both_orders=form.cleaned_data["both_orders"] or None,
+                created_by=request.user,
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            return redirect("judging:run_detail", pk=run.pk)
+    runs = study.judge_runs.select_related("judge")[:100]
+    return render(
+        request,
+        "judging/study_runs.html",
+        {
+            "study": study,
+            "form": form,
+            "runs": runs,
+            "has_judges": JudgeConfig.objects.filter(owner=request.user).exists(),
+        },
+    )
+
+
+@researcher_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    context = {"run": run, "progress": run_progress(run=run)}
+    if request.htmx:
+        return render(request, "judging/run_detail.html#progress", context)
+    return render(request, "judging/run_detail.html", context)
+
+
+@researcher_required
+@require_POST
+def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    if run_cancel(run=run):
+        messages.info(request, "Run cancelled. Answers already on their way are still recorded.")
+    if request.htmx:
+        return render(request, "judging/run_detail.html#progress", {"run": run, "progress": run_progress(run=run)})
+    return redirect("judging:run_detail", pk=run.pk)
+
+
+@researcher_required
+@require_POST
+def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_resume(run=_run_for_user(request, pk))
+    messages.info(request, "Run queued again; judged items are kept.")
+    return redirect("judging:run_detail", pk=run.pk)
+
+
+@researcher_required
+def template_list(request: HttpRequest) -> HttpResponse:
+    ensure_builtin_templates()
+    latest: dict[str, PromptTemplate] = {}
+    for template in PromptTemplate.objects.order_by("name", "-version"):
+        latest.setdefault(template.name, template)
+    form = TemplateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            template = template_save(created_by=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Saved {template}.")
+            return redirect("judging:template_edit", name=template.name)
+    return render(request, "judging/template_list.html", {"templates": latest.values(), "form": form})
+
+
+@researcher_required
+def template_edit(request: HttpRequest, name: str) -> HttpResponse:
+    versions = list(PromptTemplate.objects.filter(name=name).order_by("-version"))
+    if not versions:
+        raise Http404("No such template.")
+    current = versions[0]
+    initial = {
+        "name": current.name,
+        "task_type": current.task_type,
+        "description": current.description,
+        "system_text": current.system_text,
+        "user_text": current.user_text,
+    }
+    form = TemplateForm(request.POST or None, initial=initial)
+    form.fields["name"].disabled = True
+    form.fields["task_type"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        try:
+            template = template_save(
+                name=current.name,
+                task_type=current.task_type,
+                description=form.cleaned_data["description"],
+                system_text=form.cleaned_data["system_text"],
+                user_text=form.cleaned_data["user_text"],
+                response_schema=current.response_schema,
+                created_by=request.user,
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Saved as version {template.version}.")
+            return redirect("judging:template_edit", name=name)
+    return render(request, "judging/template_edit.html", {"current": current, "versions": versions, "form": form})
+
+
+@researcher_required
+def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
+    study = _study_for_user(request, study_pk)
+    form = TournamentForm(request.POST or None, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            tournament = tournament_create(owner=request.user, source_study=study, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            return redirect("judging:tournament_detail", pk=tournament.pk)
+    return render(request, "judging/tournament_new.html", {"study": study, "form": form})
+
+
+@researcher_required
+def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    tournament = get_object_or_404(
+        Tournament.objects.select_related("judge", "source_study", "match_study"), pk=pk, owner=request.user
+    )
+    verdicts = tournament_verdicts(tournament)
+    names = sorted({v.first for v in verdicts} | {v.second for v in verdicts})
+    standings, warnings = leaderboard(names, verdicts, seed=tournament.seed) if verdicts else ([], [])
+    context = {
+        "tournament": tournament,
+        "standings": standings,
+        "warnings": warnings,
+        "matches": tournament.match_study.items.count(),
+        "verdicts": len(verdicts),
+        "runs": tournament.runs.order_by("pk"),
+    }
+    if request.htmx:
+        return render(request, "judging/tournament_detail.html#standings", context)
+    return render(request, "judging/tournament_detail.html", context)
+
+
+@researcher_required
+@require_POST
+def tournament_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    tournament = get_object_or_404(Tournament, pk=pk, owner=request.user)
+    tournament_cancel(tournament=tournament)
+    return redirect("judging:tournament_detail", pk=pk)

@@ -1,0 +1,207 @@
+"""End to end through real services: a Celery worker on Redis, PostgreSQL, and a real model server.
+
+The llama.cpp server runs SmolLM2-135M, which often answers badly: these
+tests check that every unit still ends judged, unparseable or failed, with the
+counts right and the raw answers kept, not that the model is a good critic.
+"""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db.models import Count
+
+from annotation.models import Judgment
+from judging.models import JudgeRun, JudgeUnit
+from judging.selectors import run_progress
+from judging.services.judges import judge_create
+from judging.services.runs import run_create, run_resume
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
+# A bound on waiting for a finished run, so a broken worker ends the test instead of hanging it.
+WAIT_LIMIT_S = 900
+
+
+def wait_until(predicate, *, what: str, limit: float = WAIT_LIMIT_S, every: float = 0.5):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    pytest.fail(f"gave up waiting for {what}")
+
+
+def run_has_ended(run_id: int) -> bool:
+    return not JudgeRun.objects.get(pk=run_id).is_active
+
+
+class TestRealModelThroughAWorker:
+    def test_the_cli_judges_a_study_with_smollm2_and_the_counts_add_up(
+        self, make_study, llama_server, start_worker, worker_env
+    ):
+        study = make_study(task_type="ordinal", n_items=3)
+        start_worker()
+        result = subprocess.run(
+            [
+                sys.executable,
+                "manage.py",
+                "judge",
+                study.slug,
+                "--base-url",
+                llama_server.base_url,
+                "--model",
+                "smollm2-135m",
+                "--temperature",
+                "0.1",
+                "--max-tokens",
+                "24",
+                "--timeout",
+                "120",
+                "--concurrency",
+                "2",
+                "--wait",
+            ],
+            cwd=ROOT,
+            env=worker_env,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_LIMIT_S,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        summary = json.loads(result.stdout.strip().splitlines()[-1])
+        run = JudgeRun.objects.get(pk=summary["run"])
+        judgments = Judgment.objects.filter(rater=run.judge.rater)
+        assert summary["status"] == "done"
+        assert summary["judged"] + summary["unparseable"] + summary["failed"] == 3
+        for status in ("ok", "unparseable", "failed"):
+            key = "judged" if status == "ok" else status
+            assert judgments.filter(status=status).count() == summary[key]
+        assert summary["tokens"] > 0
+        assert summary["seconds"] > 0
+        for judgment in judgments:
+            assert judgment.provenance["raw_response"]
+            assert judgment.provenance["template"]["name"] == "funniness-digit"
+            if judgment.status == "ok":
+                assert judgment.value["rating"] in (0, 1, 2, 3)
+            else:
+                assert judgment.value is None
+                assert len(judgment.provenance["attempts"]) == 4
+
+    def test_pairwise_verdicts_in_both_orders_with_retries_recorded(
+        self, make_study, researcher, llama_server, start_worker, send_task
+    ):
+        study = make_study(task_type="pairwise", n_items=2, n_candidates=2)
+        judge = judge_create(
+            owner=researcher,
+            name="smollm2 critic",
+            base_url=llama_server.base_url,
+            model="smollm2-135m",
+            temperature=0.1,
+            max_tokens=160,
+            timeout_seconds=180,
+            backoff_seconds=0.2,
+            concurrency=2,
+        )
+        run = run_create(study=study, judge=judge, both_orders=True, enqueue=False)
+        start_worker()
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: run_has_ended(run.pk), what="the pairwise run")
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert run.units.filter(status="done").count() == 4
+        judgments = Judgment.objects.filter(rater=judge.rater)
+        assert judgments.count() == 4
+        progress = run_progress(run=run)
+        assert progress.judged + progress.unparseable + progress.failed == 4
+        assert progress.judged == judgments.filter(status="ok").count()
+        total_attempts = sum(len(j.provenance["attempts"]) for j in judgments)
+        assert total_attempts == sum(run.units.values_list("attempts", flat=True))
+        for judgment in judgments:
+            assert judgment.provenance["attempts"]
+            if judgment.status == "ok":
+                assert judgment.value["choice"] in [*judgment.shown_order, "tie"]
+                assert set(judgment.provenance["features"]) == {
+                    "humor_mechanisms",
+                    "delivery_features",
+                    "failure_features",
+                }
+            else:
+                assert judgment.value is None
+                assert judgment.provenance["parse"]["error"]
+
+    def test_answers_cut_off_by_the_token_limit_are_retried_then_recorded_unparseable(
+        self, make_study, researcher, llama_server, start_worker, send_task
+    ):
+        study = make_study(task_type="pairwise", n_items=2, n_candidates=2)
+        judge = judge_create(
+            owner=researcher,
+            name="smollm2 with too few tokens",
+            base_url=llama_server.base_url,
+            model="smollm2-135m",
+            max_tokens=8,  # far too few for the critic's JSON verdict
+            timeout_seconds=120,
+            backoff_seconds=0.1,
+        )
+        run = run_create(study=study, judge=judge, enqueue=False)
+        start_worker()
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: run_has_ended(run.pk), what="the run")
+        progress = run_progress(run=JudgeRun.objects.get(pk=run.pk))
+        assert (progress.judged, progress.unparseable, progress.failed) == (0, 2, 0)
+        for judgment in Judgment.objects.filter(rater=judge.rater):
+            assert judgment.status == "unparseable"
+            assert judgment.value is None
+            attempts = judgment.provenance["attempts"]
+            assert len(attempts) == 4
+            assert all(a["finish_reason"] == "length" and a["parse_error"] for a in attempts)
+            assert judgment.provenance["raw_response"]
+            assert judgment.provenance["content"]
+        assert sum(run.units.values_list("attempts", flat=True)) == 8
+
+
+class TestAKilledWorkerLosesNothing:
+    def test_the_resumed_run_judges_every_unit_exactly_once(
+        self, make_study, researcher, fault_server, start_worker, send_task
+    ):
+        study = make_study(task_type="ordinal", n_items=8)
+        judge = judge_create(
+            owner=researcher,
+            name="slow judge",
+            base_url=fault_server.url("slow:1500"),
+            model="fake-model",
+            concurrency=2,
+            timeout_seconds=10,
+            backoff_seconds=0.1,
+        )
+        run = run_create(study=study, judge=judge, trials=2, enqueue=False)
+        first = start_worker("doomed")
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: Judgment.objects.filter(rater=judge.rater).count() >= 3, what="some units judged")
+        first.kill()
+        judged_before = Judgment.objects.filter(rater=judge.rater).count()
+        assert judged_before < 16, "the run finished before the worker was killed"
+        assert JudgeUnit.objects.filter(run=run, status="claimed").exists()
+
+        start_worker("rescuer")
+        run_resume(run=run, enqueue=False)
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: run_has_ended(run.pk), what="the resumed run")
+
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert run.units.filter(status="done").count() == 16
+        per_unit = {
+            (item_id, trial): n
+            for item_id, trial, n in Judgment.objects.filter(rater=judge.rater)
+            .values_list("item_id", "assignment__trial")
+            .annotate(n=Count("id"))
+            .values_list("item_id", "assignment__trial", "n")
+        }
+        assert len(per_unit) == 16
+        assert set(per_unit.values()) == {1}
+        assert set(Judgment.objects.filter(rater=judge.rater).values_list("status", flat=True)) <= {"ok", "failed"}
