@@ -1,13 +1,14 @@
 """Study files: a whole study — settings, task configuration and items — in one YAML or JSON file.
 
-``read_study_file`` parses a file into a dict (the LLM-judging app reads its
-``judges`` list from there); ``load_study_file`` validates everything first and
+``read_study_file`` parses a file into a dict; other apps own extra top-level
+keys through ``register_section`` (the judging app's ``judges``); ``load_study_file`` validates everything first and
 then creates (or, with ``replace``, updates) the study and its items in one
 transaction. ``study_file_data`` writes a study back in the same shape. The
 format is documented in docs/study-files.md.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,6 @@ STUDY_KEYS = (
     *CHOICE_KEYS,
     "items",
     "items_file",
-    "judges",
 )
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 # Config settings every task type accepts besides its own: the items' language
@@ -66,6 +66,33 @@ def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
         for key in config
         if key not in known
     ]
+
+
+@dataclass(frozen=True)
+class StudyFileSection:
+    """A top-level key another app owns (the judging app's ``judges``).
+
+    Apps register their sections in ``AppConfig.ready`` so this module never
+    imports them: ``check(value)`` returns problems, ``load(owner=, value=,
+    study=)`` writes inside the study's transaction, ``dump(study)`` returns
+    the value to write back (or None to leave the key out).
+    """
+
+    key: str
+    check: Callable[[Any], list[str]]
+    load: Callable[..., Any]
+    dump: Callable[[Study], Any]
+
+
+SECTIONS: dict[str, StudyFileSection] = {}
+
+
+def register_section(section: StudyFileSection) -> None:
+    SECTIONS[section.key] = section
+
+
+def allowed_keys() -> tuple[str, ...]:
+    return (*STUDY_KEYS, *SECTIONS)
 
 
 class StudyFileError(ValidationError):
@@ -86,7 +113,7 @@ class StudyPlan:
     options: dict[str, Any]
     state: str | None
     items: list[ItemSpec] | None
-    judges: list[Any] = field(default_factory=list)
+    sections: dict[str, Any] = field(default_factory=dict)
 
 
 def read_study_file(path: str | Path) -> dict[str, Any]:
@@ -221,10 +248,11 @@ def check_study_data(
     data: dict[str, Any], *, owner: AbstractBaseUser, base_dir: Path, existing: Study | None = None
 ) -> StudyPlan:
     """Validate a parsed study file completely; raise StudyFileError listing every problem."""
+    keys = allowed_keys()
     problems: list[str] = [
-        f"Unknown key {str(key)!r}{suggest(str(key), STUDY_KEYS)}; allowed keys: {', '.join(STUDY_KEYS)}."
+        f"Unknown key {str(key)!r}{suggest(str(key), keys)}; allowed keys: {', '.join(keys)}."
         for key in data
-        if key not in STUDY_KEYS
+        if key not in keys
     ]
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -235,9 +263,9 @@ def check_study_data(
     state = data.get("state")
     if state is not None and state not in Study.State.values:
         problems.append(f"state: must be one of {', '.join(Study.State.values)}, not {state!r}.")
-    judges = data.get("judges") or []
-    if not isinstance(judges, list):
-        problems.append("judges: must be a list (read by the LLM-judging app).")
+    sections = {key: data[key] for key in SECTIONS if data.get(key) not in (None, [], {})}
+    for key, value in sections.items():
+        problems.extend(SECTIONS[key].check(value))
     if existing is not None and kind is not None and existing.task_type != kind.name:
         problems.append(
             f"task_type: the existing study is {existing.task_type}; a study's task type cannot change. "
@@ -265,7 +293,7 @@ def check_study_data(
         options=options,
         state=state,
         items=items,
-        judges=judges,
+        sections=sections,
     )
 
 
@@ -303,6 +331,8 @@ def load_study_data(
             items_create(study=study, items=plan.items, replace=existing is not None)
         if plan.state is not None and plan.state != study.state:
             study_set_state(study=study, state=plan.state)
+        for key, value in plan.sections.items():
+            SECTIONS[key].load(owner=owner, value=value, study=study)
     return study
 
 
@@ -345,6 +375,10 @@ def study_file_data(study: Study) -> dict[str, Any]:
             entry["candidates"] = candidates
         items.append(entry)
     data["items"] = items
+    for key, section in SECTIONS.items():
+        value = section.dump(study)
+        if value:
+            data[key] = value
     return data
 
 

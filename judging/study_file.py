@@ -76,3 +76,22 @@ def judges_dump(judges: list[JudgeConfig]) -> list[dict[str, Any]]:
         entry.update({k: getattr(judge, k) for k in EXPORTED if getattr(judge, k) not in ("", None, {})})
         entries.append(entry)
     return entries
+
+
+def study_judges(study) -> list[dict[str, Any]]:
+    """The judges that have run on a study, as study-file entries."""
+    return judges_dump(list(JudgeConfig.objects.filter(runs__study=study).distinct().order_by("name")))
+
+
+def register() -> None:
+    """Make ``judges:`` a section of annotation's study files."""
+    from annotation.study_files import StudyFileSection, register_section
+
+    register_section(
+        StudyFileSection(
+            key="judges",
+            check=judge_entry_problems,
+            load=lambda *, owner, value, study: judges_load(owner=owner, entries=value),
+            dump=study_judges,
+        )
+    )

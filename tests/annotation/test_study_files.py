@@ -51,7 +51,9 @@ JEST_YAML = """
     state: open
     judges:
       - name: gpt-judge
+        base_url: http://127.0.0.1:8080/v1
         model: some-model
+        api_key_env: JUDGE_KEY
     items:
       - id: t1
         prompt: I bought a ceiling fan.
@@ -83,7 +85,14 @@ class TestLoadingYaml:
 
     def test_read_study_file_keeps_the_judges_for_the_judging_app(self, tmp_path):
         data = read_study_file(write(tmp_path, "jest.yaml", JEST_YAML))
-        assert data["judges"] == [{"name": "gpt-judge", "model": "some-model"}]
+        assert data["judges"] == [
+            {
+                "name": "gpt-judge",
+                "base_url": "http://127.0.0.1:8080/v1",
+                "model": "some-model",
+                "api_key_env": "JUDGE_KEY",
+            }
+        ]
 
     def test_it_takes_items_from_a_csv_file_next_to_the_study_file(self, tmp_path, researcher):
         write(

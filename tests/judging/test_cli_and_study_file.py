@@ -105,3 +105,53 @@ class TestStudyFileJudges:
             "judges[3]: must be a mapping of settings.",
             "judges[4]: unknown setting(s) colour.",
         ]
+
+
+class TestStudyFileWithJudges:
+    """The judges: section travels with annotation's study files (registered by the judging app)."""
+
+    def _write(self, tmp_path, judges_yaml):
+        path = tmp_path / "study.yaml"
+        path.write_text(
+            "name: Judged study\n"
+            "task_type: ordinal\n"
+            "items:\n"
+            "  - {id: a, text: A joke}\n"
+            "  - {id: b, text: Another joke}\n" + judges_yaml,
+            encoding="utf-8",
+        )
+        return path
+
+    def test_load_study_creates_the_judges_it_names(self, researcher, tmp_path):
+        from annotation.study_files import load_study_file
+        from judging.models import JudgeConfig
+
+        path = self._write(
+            tmp_path,
+            "judges:\n  - {baseline: length}\n  - {name: local, base_url: 'http://127.0.0.1:9/v1', model: tiny}\n",
+        )
+        load_study_file(path, researcher)
+        assert set(JudgeConfig.objects.filter(owner=researcher).values_list("name", flat=True)) >= {"local"}
+        assert JudgeConfig.objects.filter(owner=researcher, baseline="length").exists()
+
+    def test_a_key_in_the_file_is_refused_and_nothing_is_written(self, researcher, tmp_path):
+        from annotation.models import Study
+        from annotation.study_files import StudyFileError, load_study_file
+        from judging.models import JudgeConfig
+
+        path = self._write(
+            tmp_path, "judges:\n  - {name: leaky, base_url: 'http://127.0.0.1:9/v1', model: m, api_key: sk-secret}\n"
+        )
+        with pytest.raises(StudyFileError) as excinfo:
+            load_study_file(path, researcher)
+        assert "api_key_env" in str(excinfo.value)
+        assert "sk-secret" not in str(excinfo.value)
+        assert not Study.objects.exists()
+        assert not JudgeConfig.objects.filter(name="leaky").exists()
+
+    def test_a_typo_in_a_top_level_key_is_still_caught(self, researcher, tmp_path):
+        from annotation.study_files import StudyFileError, load_study_file
+
+        path = self._write(tmp_path, "judgs: []\n")
+        with pytest.raises(StudyFileError, match="judges"):
+            load_study_file(path, researcher)
