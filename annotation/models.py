@@ -263,6 +263,8 @@ class Judgment(models.Model):
         indexes = [
             models.Index(fields=["study", "status"]),
             models.Index(fields=["item", "status"]),
+            # A rater's judgments in one study: the annotator's progress and attention checks.
+            models.Index(fields=["rater", "study"], name="judgment_rater_study_idx"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,287 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Load the crowdworker path under gunicorn on PostgreSQL, then audit the database.
+
+    .venv/bin/python bench/load.py [--concurrency 1,8,32,64] [--submissions 300]
+
+By default it creates a scratch database ``fb_load_<pid>`` on the PostgreSQL
+server that ``--database-url`` (or ``DATABASE_URL``; default
+``postgres://postgres@127.0.0.1:5432/postgres``) points at, migrates it,
+starts ``gunicorn funnybone.wsgi`` (gthread, ``--workers`` x ``--threads``) on a
+free loopback port, and drops the database and stops the server at the end.
+``--url`` targets a server that is already running instead; ``--database-url``
+must then name the database that server uses (a study is added to it).
+
+For each concurrency C it opens a new ordinal (0-3) study with a quota of
+``--quota`` raters per item and just enough items for ``--submissions``
+answers, and C simulated crowdworkers (``load_client``) take it at once
+through the real HTTP path: entry link with Prolific parameters, consent,
+instructions, then item after item until the study runs out and sends them
+to the completion page. It prints submissions per second and the p50/p95/p99
+latency of each request type, then audits the study (``load_audit``):
+judgments stored against answers the clients saw confirmed, duplicates and
+quota violations. ``--queries`` also counts the SQL queries of each request
+type for one rater, in-process with Django's test client.
+
+Traffic goes to loopback only; every loop is bounded in count and time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.load_client import REQUEST_TYPES, Plan, RaterLog, Timings, percentile, run_raters  # noqa: E402
+from bench.load_client import Study as ClientStudy  # noqa: E402
+from bench.load_server import create_database, drop_database, gunicorn, migrate  # noqa: E402
+
+DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+SHOWN = ("entry", "item", "submit")
+
+
+def _django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "funnybone.settings")
+    os.environ.setdefault("SECRET_KEY", "load-harness-" + os.urandom(16).hex())
+    import django
+
+    django.setup()
+
+
+def make_study(*, label: str, n_items: int, quota: int):
+    """An open ordinal study with invented items, owned by the bench user."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
+
+    owner, _ = get_user_model().objects.get_or_create(username="load-bench")
+    study = study_create(owner=owner, name=f"Load {label}", task_type="ordinal", quota_per_item=quota)
+    specs = [
+        ItemSpec(external_id=f"joke-{i}", prompt=f"Setup number {i}?", text=f"Punchline number {i}.")
+        for i in range(n_items)
+    ]
+    items_create(study=study, items=specs)
+    return study_set_state(study=study, state="open")
+
+
+def client_study(study, base_url: str) -> ClientStudy:
+    from annotation.task_types import get_task_type
+
+    config = get_task_type(study.task_type).config(study.config)
+    return ClientStudy(base_url=base_url, entry_token=study.entry_token, points=list(config["points"]))
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_snapshot(server, database: str) -> dict[str, dict[int, float]]:
+    """CPU seconds used so far, per process: web workers, this database's backends, this client (Linux /proc)."""
+    backends = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if command.startswith("postgres: ") and f" {database} " in command:
+                backends[int(entry.name)] = _cpu_seconds(int(entry.name))
+    times = os.times()
+    snapshot = {"db": backends, "client": {os.getpid(): times.user + times.system}}
+    if server is not None:  # a server someone else runs: its processes are not ours to read
+        snapshot["web"] = {pid: _cpu_seconds(pid) for pid in server.worker_pids()}
+    return snapshot
+
+
+def cpu_used(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
+    """CPU seconds between two snapshots; a process that exited in between is not counted (a low bound)."""
+    return {part: sum(seconds - before[part].get(pid, 0.0) for pid, seconds in after[part].items()) for part in after}
+
+
+def run_level(*, base_url: str, concurrency: int, submissions: int, quota: int, mode: str, time_limit: float, snapshot):
+    from bench.load_audit import audit_study
+
+    # Enough items for the answers asked for: one rater can answer each item once.
+    n_items = max(1, math.ceil(submissions / min(concurrency, quota)))
+    study = make_study(label=f"C={concurrency} {time.time():.0f}", n_items=n_items, quota=quota)
+    participants = [f"load-{os.getpid()}-c{concurrency}-r{i}" for i in range(concurrency)]
+    plan = Plan(mode=mode, deadline=time.monotonic() + time_limit)
+    before = snapshot()
+    logs, timings, wall = run_raters(client_study(study, base_url), participants, plan)
+    after = snapshot()
+    cpu = cpu_used(before, after)
+    return logs, timings, wall, cpu, audit_study(study_id=study.pk, logs=logs)
+
+
+def _ms(values: list[float]) -> str:
+    if not values:
+        return f"{'-':>17}"
+    return "{:>5.0f}/{:>5.0f}/{:>5.0f}".format(*(1000 * percentile(values, q) for q in (50, 95, 99)))
+
+
+def print_header() -> None:
+    cells = "".join(f"  {kind + ' p50/95/99 ms':>19}" for kind in SHOWN)
+    print(f"{'C':>3}  {'submits':>7}  {'subm/s':>7}{cells}  {'errors':>6}  raters done")
+
+
+def print_row(concurrency: int, logs: list[RaterLog], timings: Timings, wall: float) -> None:
+    confirmed = sum(s.outcome == "confirmed" for log in logs for s in log.submissions)
+    errors = sum(log.server_errors + log.lost_responses + bool(log.error) for log in logs)
+    cells = "".join(f"  {_ms(timings.samples[kind]):>19}" for kind in SHOWN)
+    finished = sum(log.finished for log in logs)
+    print(f"{concurrency:>3}  {confirmed:>7}  {confirmed / wall:>7.1f}{cells}  {errors:>6}  {finished}/{len(logs)}")
+
+
+def print_other_timings(timings: Timings, cpu: dict[str, float], logs: list[RaterLog]) -> None:
+    others = [kind for kind in REQUEST_TYPES if kind not in SHOWN and timings.samples[kind]]
+    print("     " + "; ".join(f"{kind} {_ms(timings.samples[kind]).strip()} ms" for kind in others))
+    answers = max(1, sum(len(log.submissions) for log in logs))
+    print(
+        "     CPU per answer (entry included): "
+        + ", ".join(f"{part} {1000 * cpu[part] / answers:.1f} ms" for part in ("web", "db", "client") if part in cpu)
+    )
+
+
+def count_queries() -> None:
+    """SQL queries per request type for one rater through a small study, in-process."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from bench.load_client import ASSIGNMENT_FIELD, rating_for
+
+    study = make_study(label=f"queries {time.time():.0f}", n_items=200, quota=3)
+    client = Client(HTTP_HOST="127.0.0.1")
+    counts: dict[str, list[int]] = {}
+
+    def measure(kind: str, method: str, path: str, data=None, **kwargs):
+        with CaptureQueriesContext(connection) as captured:
+            response = getattr(client, method)(path, data, **kwargs)
+        counts.setdefault(kind, []).append(len(captured))
+        return response
+
+    base = f"/s/{study.entry_token}/"
+    measure("entry", "get", base, {"PROLIFIC_PID": f"queries-{os.getpid()}", "STUDY_ID": "q", "SESSION_ID": "q"})
+    measure("consent", "post", base + "consent/", {"decision": "agree"})
+    measure("instructions", "post", base + "instructions/", {})
+    page = measure("item GET", "get", base + "item/")
+    for _ in range(10):
+        assignment_id = int(ASSIGNMENT_FIELD.search(page.content.decode()).group(1))
+        rating = rating_for("queries", assignment_id, [0, 1, 2, 3])
+        page = measure(
+            "submit POST (htmx)",
+            "post",
+            base + "item/",
+            {"assignment": assignment_id, "rating": rating},
+            headers={"HX-Request": "true"},
+        )
+    print(
+        "queries per request (one rater, 200-item study): "
+        + "; ".join(f"{kind} {min(n)}" + (f"-{max(n)}" if max(n) != min(n) else "") for kind, n in counts.items())
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--concurrency", default="1,8,32,64", help="comma-separated rater counts")
+    parser.add_argument("--submissions", type=int, default=300, help="answers per level (bounded count)")
+    parser.add_argument("--quota", type=int, default=3, help="raters per item")
+    parser.add_argument("--mode", choices=("htmx", "form"), default="htmx", help="answer as htmx or plain forms")
+    parser.add_argument("--time-limit", type=float, default=180, help="seconds per level before raters stop")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--conn-max-age", type=int, default=None, help="DB_CONN_MAX_AGE for the server")
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL") or DEFAULT_SERVER)
+    parser.add_argument("--url", help="target this running server instead of starting one (loopback only)")
+    parser.add_argument("--queries", action="store_true", help="also count SQL queries per request type")
+    parser.add_argument("--keep-database", action="store_true", help="do not drop the scratch database")
+    args = parser.parse_args(argv)
+    levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    if not args.database_url.startswith("postgres"):
+        parser.error("the load harness runs on PostgreSQL: give --database-url postgres://...")
+
+    scratch = None if args.url else f"fb_load_{os.getpid()}"
+    database_url = create_database(args.database_url, scratch) if scratch else args.database_url
+    failed = False
+    try:
+        if scratch:
+            migrate(database_url)
+        _django(database_url)
+        database_name = database_url.split("?", 1)[0].rsplit("/", 1)[-1]
+        extra_env = {} if args.conn_max_age is None else {"DB_CONN_MAX_AGE": str(args.conn_max_age)}
+        with tempfile.TemporaryDirectory(prefix="fb-load-") as tmp:
+            server = (
+                gunicorn(
+                    database_url,
+                    log=Path(tmp) / "gunicorn.log",
+                    workers=args.workers,
+                    threads=args.threads,
+                    extra_env=extra_env,
+                )
+                if not args.url
+                else None
+            )
+            with server or _Target(args.url) as running:
+                where = f"gunicorn -w {args.workers} -k gthread --threads {args.threads}" if server else args.url
+                print(
+                    f"Funnybone load: {where}, PostgreSQL {database_url.rsplit('/', 1)[-1]}, mode {args.mode}, "
+                    f"{args.submissions} answers per level, quota {args.quota}"
+                )
+                if args.queries:
+                    count_queries()
+                audits = []
+                print_header()
+                for concurrency in levels:
+                    logs, timings, wall, cpu, audit = run_level(
+                        base_url=running.url,
+                        concurrency=concurrency,
+                        submissions=args.submissions,
+                        quota=args.quota,
+                        mode=args.mode,
+                        time_limit=args.time_limit,
+                        snapshot=lambda: cpu_snapshot(running if server else None, database_name),
+                    )
+                    print_row(concurrency, logs, timings, wall)
+                    print_other_timings(timings, cpu, logs)
+                    for log in logs:
+                        if log.error:
+                            print(f"     {log.participant} stopped: {log.error}")
+                    audits.append((concurrency, audit))
+                for concurrency, audit in audits:
+                    print(f"C={concurrency}: " + "\n".join(audit.lines()))
+                    failed = failed or not audit.ok
+    finally:
+        if scratch and not args.keep_database:
+            from django.db import connections
+
+            connections.close_all()
+            drop_database(args.database_url, scratch)
+    return 1 if failed else 0
+
+
+class _Target:
+    """A server someone else runs: only its URL."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
