@@ -140,7 +140,9 @@ def send_task(broker_url):
     app = Celery("judging-tests", broker=broker_url)
 
     def send(name: str, *args):
-        app.send_task(name, args=list(args))
+        # An explicit connection and producer: kombu's producer pools are global
+        # per broker URL, and a pool another test closed would refuse to hand one out.
+        with app.connection_for_write() as connection:
+            app.send_task(name, args=list(args), producer=connection.Producer())
 
     yield send
-    app.close()
