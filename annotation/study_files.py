@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .importers.cells import json_ready
+from .importers.cells import NUL, json_ready
 from .importers.files import check_size, collect
 from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
@@ -150,6 +150,8 @@ def _check_settings(data: dict[str, Any], problems: list[str]) -> dict[str, Any]
         if key in data and data[key] is not None:
             if not isinstance(data[key], str):
                 problems.append(f"{key}: must be text.")
+            elif NUL in data[key]:
+                problems.append(f"{key}: holds a NUL character (0x00); remove it.")
             else:
                 options[key] = data[key].strip()
     for key in WHOLE_NUMBER_KEYS:
@@ -258,6 +260,9 @@ def check_study_data(
     if not isinstance(name, str) or not name.strip():
         problems.append("name: missing; every study needs a name.")
         name = ""
+    elif NUL in name:
+        problems.append("name: holds a NUL character (0x00); remove it.")
+        name = name.replace(NUL, "")  # the rest is still checked, without the database refusing the NUL
     options = _check_settings(data, problems)
     kind, config = _task_type(data, problems)
     state = data.get("state")
@@ -298,8 +303,8 @@ def check_study_data(
 
 
 def _existing_study(*, owner: AbstractBaseUser, name: Any, replace: bool) -> Study | None:
-    if not isinstance(name, str) or not name.strip():
-        return None
+    if not isinstance(name, str) or not name.strip() or NUL in name:
+        return None  # check_study_data reports the name; PostgreSQL refuses a NUL even in a query
     matches = list(Study.objects.filter(owner=owner, name=name.strip())[:2])
     if not matches:
         return None

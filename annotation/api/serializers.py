@@ -7,6 +7,7 @@ real validation, and their messages come back to the client unchanged.
 from django.urls import reverse
 from rest_framework import serializers
 
+from ..importers.cells import CellProblem, json_ready
 from ..models import Candidate, Item, ItemImport, Judgment, Rater, Study
 from ..task_types import TASK_TYPES
 
@@ -59,6 +60,11 @@ class StudySettingsInput(serializers.Serializer):
     def validate_config(self, value):
         if not isinstance(value, dict):
             raise serializers.ValidationError("The configuration must be a JSON object.")
+        try:
+            # PostgreSQL's jsonb refuses a NUL character (\u0000): a 400 here, not a DataError on save.
+            json_ready(value, field="The configuration")
+        except CellProblem as exc:
+            raise serializers.ValidationError(str(exc)) from None
         return value
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..services.studies import CandidateSpec, ItemSpec
 from ..task_types import TaskType
-from .cells import CellProblem, attention_flag, cell_json, cell_text, check_length, json_ready
+from .cells import CellProblem, attention_flag, cell_json, cell_text, check_text, json_ready
 from .gold import gold_from_file
 
 FIXED_COLUMNS = ("id", "prompt", "text", "gold", "attention_check")
@@ -135,7 +135,7 @@ def item_from_cells(cells: list[Any], *, columns: Columns, where: str, task_type
             return ""
         value = cell_text(cells[index])
         try:
-            check_length(value, field=label)
+            check_text(value, field=label)
         except CellProblem as exc:
             errors.append(f"{where}: {exc}")
         return value
@@ -150,16 +150,21 @@ def item_from_cells(cells: list[Any], *, columns: Columns, where: str, task_type
         value = cells[index]
         if cell_text(value):
             try:
-                check_length(cell_text(value), field=_column_label(f"meta.{name}"))
+                check_text(cell_text(value), field=_column_label(f"meta.{name}"))
             except CellProblem as exc:
                 errors.append(f"{where}: {exc}")
             spec.metadata[name] = cell_json(value)
     for key, slot in columns.candidates.items():
         candidate_text = text(slot.text, _column_label(f"candidate.{key}"))
         context = text(slot.context, _column_label(f"candidate.{key}.context"))
-        provenance = {
-            part: cell_json(cells[index]) for part, index in slot.provenance.items() if cell_text(cells[index])
-        }
+        provenance = {}
+        for part, index in slot.provenance.items():
+            if cell_text(cells[index]):
+                try:
+                    check_text(cell_text(cells[index]), field=_column_label(f"candidate.{key}.{part}"))
+                except CellProblem as exc:
+                    errors.append(f"{where}: {exc}")
+                provenance[part] = cell_json(cells[index])
         if candidate_text:
             spec.candidates.append(CandidateSpec(key=key, text=candidate_text, context=context, provenance=provenance))
         elif context or provenance:
@@ -172,7 +177,7 @@ def item_from_cells(cells: list[Any], *, columns: Columns, where: str, task_type
     if "gold" in columns.fixed:
         raw_gold = cells[columns.fixed["gold"]]
         try:
-            check_length(cell_text(raw_gold), field=_column_label("gold"))
+            check_text(cell_text(raw_gold), field=_column_label("gold"))
             spec.gold = gold_from_file(task_type, raw_gold.strip() if isinstance(raw_gold, str) else raw_gold)
         except CellProblem as exc:
             errors.append(f"{where}: gold answer: {exc}")
@@ -193,7 +198,7 @@ def _text_field(obj: dict[str, Any], key: str, *, where: str, errors: list[str],
         return ""
     text = cell_text(value)
     try:
-        check_length(text, field=repr(key))
+        check_text(text, field=repr(key))
     except CellProblem as exc:
         errors.append(f"{where}: {exc}")
     if required and not text:
@@ -209,7 +214,7 @@ def _object_field(obj: dict[str, Any], key: str, *, where: str, errors: list[str
         errors.append(f"{where}: {key!r} must be an object of name: value pairs.")
         return {}
     try:
-        check_length(value, field=repr(key))
+        check_text(value, field=repr(key))
         return json_ready(value, field=repr(key))
     except CellProblem as exc:
         errors.append(f"{where}: {exc}")
@@ -262,7 +267,7 @@ def item_from_object(obj: Any, *, where: str, task_type: TaskType) -> RowResult:
     except CellProblem as exc:
         errors.append(f"{where_id}: {exc}")
     try:
-        check_length(obj.get("gold"), field="the gold answer")
+        check_text(obj.get("gold"), field="the gold answer")
         spec.gold = gold_from_file(task_type, obj.get("gold"))
         if spec.gold is not None:
             spec.gold = json_ready(spec.gold, field="the gold answer")

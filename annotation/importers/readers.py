@@ -56,6 +56,14 @@ def decode_utf8(data: bytes) -> str:
         offset_shift = len(UTF8_BOM)
     else:
         offset_shift = 0
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        # Text files never hold NUL bytes; UTF-16 without a byte order mark is full of them.
+        line_number = data.count(b"\n", 0, nul) + 1
+        raise FileProblem(
+            f"Line {line_number}, byte offset {offset_shift + nul}: the file holds a NUL byte (0x00), so it is "
+            "not UTF-8 text (perhaps UTF-16 without a byte order mark); save it as UTF-8 and upload it again."
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

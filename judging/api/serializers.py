@@ -53,9 +53,17 @@ class JudgeSerializer(serializers.ModelSerializer):
         return {k: v for k, v in self.validated_data.items() if k in JUDGE_SETTINGS}
 
 
+# Ids are 64-bit in the database; a bigger number would fail in the query instead of answering 400.
+MAX_ID = 2**63 - 1
+
+
+class RunFilterSerializer(serializers.Serializer):
+    study = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+
+
 class RunCreateSerializer(serializers.Serializer):
-    study = serializers.IntegerField()
-    judge = serializers.IntegerField()
+    study = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    judge = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     trials = serializers.IntegerField(min_value=1, max_value=20, required=False)
     both_orders = serializers.BooleanField(required=False)
 

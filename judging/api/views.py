@@ -16,7 +16,7 @@ from ..models import JudgeConfig, JudgeRun, PromptTemplate
 from ..services.judges import judge_create, judge_update
 from ..services.runs import run_cancel, run_create, run_resume
 from ..services.templates import ensure_builtin_templates, template_save
-from .serializers import JudgeSerializer, RunCreateSerializer, RunSerializer, TemplateSerializer
+from .serializers import JudgeSerializer, RunCreateSerializer, RunFilterSerializer, RunSerializer, TemplateSerializer
 
 ERRORS = OpenApiResponse(description="Invalid input; the body says what is wrong.")
 CONFLICT = OpenApiResponse(description="The judge has judgments (or a tournament) and stays.")
@@ -117,9 +117,11 @@ class RunListCreate(APIView):
         responses={200: RunSerializer(many=True)},
     )
     def get(self, request):
+        filters = RunFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
         runs = JudgeRun.objects.filter(study__owner=request.user).select_related("judge", "template")
-        if request.query_params.get("study"):
-            runs = runs.filter(study_id=request.query_params["study"])
+        if filters.validated_data.get("study"):
+            runs = runs.filter(study_id=filters.validated_data["study"])
         return Response(RunSerializer(runs[:500], many=True).data)
 
     @extend_schema(
