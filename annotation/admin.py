@@ -2,7 +2,18 @@
 
 from django.contrib import admin
 
-from .models import Assignment, Candidate, Enrollment, Invitation, Item, ItemImport, Judgment, Rater, Study
+from .models import (
+    Assignment,
+    AuditEntry,
+    Candidate,
+    Enrollment,
+    Invitation,
+    Item,
+    ItemImport,
+    Judgment,
+    Rater,
+    Study,
+)
 
 
 class CandidateInline(admin.TabularInline):
@@ -84,3 +95,21 @@ class ItemImportAdmin(admin.ModelAdmin):
     search_fields = ("original_name", "study__name")
     raw_id_fields = ("study", "created_by")
     readonly_fields = ("created_at", "started_at", "finished_at")
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: the log is evidence, so staff can search it but not rewrite it."""
+
+    list_display = ("created_at", "study_name", "actor", "action")
+    list_filter = ("action",)
+    search_fields = ("study_name", "actor__username")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -310,3 +310,44 @@ class ItemImport(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class AuditEntry(models.Model):
+    """One change a researcher made to a study: who, when, what, and the values before and after.
+
+    The study's name is kept as it was, so the entry still reads when the study is gone.
+    ``changes`` maps a field to ``[old, new]``; secrets never go in it.
+    """
+
+    class Action(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Settings changed"
+        OPENED = "opened", "Opened"
+        CLOSED = "closed", "Closed"
+        REDRAFTED = "draft", "Back to draft"
+        ITEMS_IMPORTED = "items_imported", "Items imported"
+        ITEMS_REPLACED = "items_replaced", "Items replaced"
+        INVITATION_CREATED = "invitation_created", "Invitation created"
+        DELETED = "deleted", "Deleted"
+
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    study_name = models.CharField(max_length=200)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
+    action = models.CharField(max_length=30, choices=Action)
+    changes = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "-created_at"])]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()}: {self.study_name}"
+
+    @property
+    def change_rows(self) -> list[tuple[str, object, object]]:
+        """(field, old, new) rows; templates cannot use ``changes.items`` when a field is named "items"."""
+        return [(name, *values) for name, values in sorted(self.changes.items())]

@@ -172,6 +172,10 @@ SPECTACULAR_SETTINGS = {
 # (or from SECRET_KEY when unset); keys named by an environment variable are never stored.
 FUNNYBONE_KEY_SECRET = env_str("FUNNYBONE_KEY_SECRET")
 
+# Hosts (``host`` or ``host:port``) a judge's base URL may point at; empty allows any.
+# Set it on shared servers so a researcher cannot make the workers call internal addresses.
+FUNNYBONE_JUDGE_URL_ALLOWLIST = env_list("FUNNYBONE_JUDGE_URL_ALLOWLIST")
+
 # Celery: a file-system broker by default so `make run` needs no server.
 _redis_url = env_str("REDIS_URL")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", _redis_url or "filesystem://")

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import selectors
+from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
 from ..models import ItemImport, Judgment, Rater, Study
 from ..services.studies import study_create, study_set_state, study_update
@@ -74,7 +75,7 @@ class StudyCreateApi(ResearcherApi):
         fields = dict(data.validated_data)
         _check_config(fields["task_type"], fields.get("config"))
         try:
-            study = study_create(owner=request.user, **fields)
+            study = study_create(owner=request.user, actor=request.user, **fields)
         except DjangoValidationError as exc:
             raise _errors(exc) from None
         return Response(s.StudyOutput(study, context={"request": request}).data, status=status.HTTP_201_CREATED)
@@ -101,7 +102,7 @@ class StudyUpdateApi(ResearcherApi):
         _check_config(study.task_type, changes.get("config"))
         try:
             with transaction.atomic():
-                study = study_update(study=study, **changes)
+                study = study_update(study=study, actor=request.user, **changes)
         except DjangoValidationError as exc:
             raise _errors(exc) from None
         return Response(s.StudyOutput(study, context={"request": request}).data)
@@ -111,7 +112,7 @@ class _StudyStateApi(ResearcherApi):
     def set_state(self, request: Request, pk: int, state: str) -> Response:
         study = self.study(pk)
         try:
-            study_set_state(study=study, state=state)
+            study_set_state(study=study, state=state, actor=request.user)
         except DjangoValidationError as exc:
             raise _errors(exc) from None
         return Response(s.StudyOutput(study, context={"request": request}).data)
@@ -171,9 +172,11 @@ class ItemImportApi(ResearcherApi):
             return self._file(request, study)
         data = s.ItemsJsonInput(data=request.data)
         data.is_valid(raise_exception=True)
-        result = import_item_objects(
-            study=study, objects=data.validated_data["items"], replace=data.validated_data["replace"]
-        )
+        # The importers do not pass the user on to items_create; the audit entry still names them.
+        with acting_as(request.user):
+            result = import_item_objects(
+                study=study, objects=data.validated_data["items"], replace=data.validated_data["replace"]
+            )
         outcome = {
             "status": ItemImport.Status.DONE if result.ok else ItemImport.Status.FAILED,
             "items_created": result.count,
@@ -187,7 +190,7 @@ class ItemImportApi(ResearcherApi):
         data = s.ItemsFileInput(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            with transaction.atomic():
+            with transaction.atomic(), acting_as(request.user):
                 item_import = item_import_start(
                     study=study,
                     upload=data.validated_data["file"],

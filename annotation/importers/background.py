@@ -114,7 +114,9 @@ def item_import_run(*, import_id: int) -> ItemImport | None:
     if not errors:
         try:
             with transaction.atomic():
-                count = items_create(study=item_import.study, items=specs, replace=item_import.replace)
+                count = items_create(
+                    study=item_import.study, items=specs, replace=item_import.replace, actor=item_import.created_by
+                )
                 ItemImport.objects.filter(pk=import_id, status=ItemImport.Status.RUNNING).update(
                     status=ItemImport.Status.DONE, items_created=count, errors=[], finished_at=timezone.now()
                 )

@@ -51,9 +51,12 @@ def invitation_create(*, study: Study, email: str = "") -> Invitation:
 
 
 def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enrollment:
-    rater = expert_rater(user=user)
-    if invitation.rater_id and invitation.rater_id != rater.pk:
+    # Check before creating anything: opening someone else's accepted link must
+    # not turn the visitor (say, a researcher) into an expert rater.
+    existing = Rater.objects.filter(user=user).first()
+    if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
         raise ValidationError("This invitation was already accepted by someone else.")
+    rater = existing or expert_rater(user=user)
     if invitation.rater_id is None:
         invitation.rater = rater
         invitation.accepted_at = timezone.now()

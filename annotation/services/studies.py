@@ -9,7 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
-from ..models import Candidate, Item, Study
+from ..audit import audit_record, diff
+from ..models import AuditEntry, Candidate, Item, Study
 from ..task_types import get_task_type
 
 STUDY_FIELDS = {
@@ -68,7 +69,13 @@ def _unique_slug(name: str) -> str:
 
 
 def study_create(
-    *, owner: AbstractBaseUser, name: str, task_type: str, config: dict[str, Any] | None = None, **options: Any
+    *,
+    owner: AbstractBaseUser,
+    name: str,
+    task_type: str,
+    config: dict[str, Any] | None = None,
+    actor: AbstractBaseUser | None = None,
+    **options: Any,
 ) -> Study:
     unknown = set(options) - STUDY_FIELDS
     if unknown:
@@ -79,32 +86,52 @@ def study_create(
     study = Study(owner=owner, name=name.strip(), task_type=task_type, config=kind.config(config), **options)
     study.slug = _unique_slug(name)
     study.full_clean()
-    study.save()
+    with transaction.atomic():
+        study.save()
+        created = {"name": study.name, "task_type": study.task_type, **{k: getattr(study, k) for k in options}}
+        audit_record(study=study, action=AuditEntry.Action.CREATED, actor=actor, changes=diff({}, created))
     return study
 
 
-def study_update(*, study: Study, **changes: Any) -> Study:
+def study_update(*, study: Study, actor: AbstractBaseUser | None = None, **changes: Any) -> Study:
     unknown = set(changes) - STUDY_FIELDS - {"name", "config"}
     if unknown:
         raise ValidationError(f"Unknown study setting(s): {', '.join(sorted(unknown))}.")
     if "config" in changes and study.judgments.exists():
         raise ValidationError("The task configuration cannot change once judgments exist.")
+    # Read from the database: a ModelForm has already put the new values on ``study``.
+    before = Study.objects.filter(pk=study.pk).values(*changes).first() or {}
     for key, value in changes.items():
         setattr(study, key, value)
     if "config" in changes:
         study.config = get_task_type(study.task_type).config(changes["config"])
     study.full_clean()
-    study.save()
+    with transaction.atomic():
+        study.save()
+        changed = diff(before, {key: getattr(study, key) for key in changes})
+        if changed:
+            audit_record(study=study, action=AuditEntry.Action.UPDATED, actor=actor, changes=changed)
     return study
 
 
-def study_set_state(*, study: Study, state: str) -> Study:
+STATE_ACTIONS = {
+    Study.State.OPEN: AuditEntry.Action.OPENED,
+    Study.State.CLOSED: AuditEntry.Action.CLOSED,
+    Study.State.DRAFT: AuditEntry.Action.REDRAFTED,
+}
+
+
+def study_set_state(*, study: Study, state: str, actor: AbstractBaseUser | None = None) -> Study:
     if state not in Study.State.values:
         raise ValidationError(f"Unknown state {state!r}.")
     if state == Study.State.OPEN and not study.items.filter(is_attention_check=False).exists():
         raise ValidationError("Add items before opening the study.")
+    old = study.state
     study.state = state
-    study.save(update_fields=["state", "updated_at"])
+    with transaction.atomic():
+        study.save(update_fields=["state", "updated_at"])
+        if old != state:
+            audit_record(study=study, action=STATE_ACTIONS[state], actor=actor, changes={"state": [old, state]})
     return study
 
 
@@ -165,7 +192,9 @@ def item_problems(*, study: Study, spec: ItemSpec, seen: dict[str, str]) -> list
     return problems
 
 
-def items_create(*, study: Study, items: Iterable[ItemSpec], replace: bool = False) -> int:
+def items_create(
+    *, study: Study, items: Iterable[ItemSpec], replace: bool = False, actor: AbstractBaseUser | None = None
+) -> int:
     """Add items atomically: every row is checked first, and one bad row writes nothing."""
     specs = list(items)
     existing = set() if replace else set(study.items.values_list("external_id", flat=True))
@@ -178,6 +207,7 @@ def items_create(*, study: Study, items: Iterable[ItemSpec], replace: bool = Fal
     if not specs:
         raise ImportErrors(["The file holds no items."])
     with transaction.atomic():
+        count_before = study.items.count()
         if replace:
             if study.judgments.exists():
                 raise ImportErrors(["Items cannot be replaced once judgments exist."])
@@ -202,5 +232,11 @@ def items_create(*, study: Study, items: Iterable[ItemSpec], replace: bool = Fal
             Candidate(item=item, key=c.key, position=j, text=c.text, context=c.context, provenance=c.provenance)
             for item, spec in zip(created, specs, strict=True)
             for j, c in enumerate(spec.candidates)
+        )
+        audit_record(
+            study=study,
+            action=AuditEntry.Action.ITEMS_REPLACED if replace else AuditEntry.Action.ITEMS_IMPORTED,
+            actor=actor,
+            changes={"items": [count_before, study.items.count()]},
         )
     return len(specs)

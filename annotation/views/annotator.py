@@ -271,6 +271,12 @@ def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
     study = invitation.study
     if not study.is_open:
         return _unavailable(request, study)
+    if invitation.rater_id is not None and not Rater.objects.filter(pk=invitation.rater_id, user=request.user).exists():
+        # Refuse before invitation_accept: it makes the account an expert rater first, which
+        # would silently turn a researcher who opened someone else's link into an annotator.
+        return _message(
+            request, "This invitation is taken", "This invitation was already accepted by someone else.", status=403
+        )
     try:
         enrollment = invitation_accept(invitation=invitation, user=request.user)
     except ValidationError as exc:

@@ -20,9 +20,10 @@ from django.views.decorators.http import require_POST
 
 from .. import selectors
 from ..api.permissions import is_researcher
+from ..audit import acting_as, audit_record
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
 from ..importers import FileProblem, item_import_start
-from ..models import ItemImport, Study
+from ..models import AuditEntry, ItemImport, Study
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import study_file_yaml
@@ -32,6 +33,7 @@ from ..task_types import get_task_type
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 PROGRESS_ITEMS_SHOWN = 200
 ITEMS_PER_PAGE = 50
+AUDIT_ENTRIES_SHOWN = 50
 
 
 def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -76,6 +78,7 @@ def study_new(request: HttpRequest) -> HttpResponse:
         try:
             study = study_create(
                 owner=request.user,
+                actor=request.user,
                 name=changes.pop("name"),
                 task_type=form.cleaned_data["task_type"],
                 config=changes.pop("config"),
@@ -99,7 +102,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
             # Unchanged: the service refuses any config change once judgments exist.
             changes.pop("config")
         try:
-            study_update(study=study, **changes)
+            study_update(study=study, actor=request.user, **changes)
         except ValidationError as exc:
             _add_errors(form, exc)
         else:
@@ -116,6 +119,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "invitation_form": InvitationForm(),
         "n_items": study.items.filter(is_attention_check=False).count(),
         "n_checks": study.items.filter(is_attention_check=True).count(),
+        "audit_entries": study.audit_entries.select_related("actor")[:AUDIT_ENTRIES_SHOWN],
     }
     return render(request, "researcher/study_detail.html", context, status=400 if form.errors else 200)
 
@@ -126,7 +130,7 @@ def study_state(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study_for_user(request, pk)
     state = request.POST.get("state", "")
     try:
-        study_set_state(study=study, state=state)
+        study_set_state(study=study, state=state, actor=request.user)
     except ValidationError as exc:
         for message in exc.messages:
             messages.error(request, message)
@@ -141,7 +145,8 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
     form = ItemUploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
-            with transaction.atomic():
+            # The importers do not pass the user on to items_create; the audit entry still names them.
+            with transaction.atomic(), acting_as(request.user):
                 item_import = item_import_start(
                     study=study,
                     upload=form.cleaned_data["file"],
@@ -194,7 +199,14 @@ def invitation_new(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study_for_user(request, pk)
     form = InvitationForm(request.POST)
     if form.is_valid():
-        invitation = invitation_create(study=study, email=form.cleaned_data["email"])
+        with transaction.atomic():
+            invitation = invitation_create(study=study, email=form.cleaned_data["email"])
+            audit_record(
+                study=study,
+                action=AuditEntry.Action.INVITATION_CREATED,
+                actor=request.user,
+                changes={"email": [None, invitation.email]},
+            )
         link = request.build_absolute_uri(reverse("annotator:invite", args=[invitation.token]))
         messages.success(request, f"Invitation created: {link}")
     else:

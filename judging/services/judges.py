@@ -3,6 +3,7 @@
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings as django_settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -32,6 +33,7 @@ SETTINGS = {
     "both_orders",
     "seed",
 }
+DEFAULT_PORTS = {"http": 80, "https": 443}
 BASELINE_NAMES = {
     JudgeConfig.Baseline.RANDOM: "baseline: random",
     JudgeConfig.Baseline.CONSTANT: "baseline: constant",
@@ -47,6 +49,21 @@ def _check_base_url(url: str) -> None:
         raise ValidationError("The base URL must be an http(s) address, e.g. http://127.0.0.1:8080/v1.")
     if parts.username or parts.password:
         raise ValidationError("Put credentials in the API key, not in the base URL.")
+    allowed = {entry.strip().lower() for entry in django_settings.FUNNYBONE_JUDGE_URL_ALLOWLIST if entry.strip()}
+    if allowed:
+        try:
+            port = parts.port or DEFAULT_PORTS[parts.scheme]
+        except ValueError:
+            raise ValidationError("The base URL has an invalid port.") from None
+        host = (parts.hostname or "").lower()
+        netloc_host = f"[{host}]" if ":" in host else host
+        # "host" allows any port on it; "host:port" only that port (80/443 when the URL names none).
+        if not {host, netloc_host, f"{host}:{port}", f"{netloc_host}:{port}"} & allowed:
+            raise ValidationError(
+                f"The base URL's host {netloc_host}:{port} is not on this server's list of "
+                f"allowed judge hosts ({', '.join(sorted(allowed))}); ask the administrator to add it to "
+                "FUNNYBONE_JUDGE_URL_ALLOWLIST."
+            )
 
 
 def _check_templates(templates: Any) -> None:
