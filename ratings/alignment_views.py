@@ -10,6 +10,7 @@ owner sees any of it; everyone else gets a 404.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,10 +34,12 @@ from .alignment import (
     task_family,
 )
 from .alignment_tasks import INLINE_JUDGMENTS, report_for, report_request
+from .judge_comparison import judge_comparison
 from .models import AlignmentReport
 from .selectors import study_raters
 
 TEMPLATE = "ratings/alignment/report.html"
+JUDGES_TEMPLATE = "ratings/alignment/judges.html"
 FAMILY_TITLES = {
     "ordinal": "Rating scale",
     "binary": "Binary label",
@@ -93,6 +96,13 @@ def _query(params: AlignmentParams) -> str:
     pairs += [("judge", j) for j in params.judge_ids]
     if params.breakdown:
         pairs.append(("breakdown", params.breakdown))
+    return urlencode(pairs)
+
+
+def _reference_query(params: AlignmentParams) -> str:
+    """The query choosing only the human reference: what the judge comparison page takes."""
+    pairs: list[tuple[str, Any]] = [("reference", params.reference)]
+    pairs += [("rater", r) for r in params.reference_rater_ids]
     return urlencode(pairs)
 
 
@@ -173,6 +183,7 @@ def _context(
         "form": form,
         "params": params,
         "query": _query(params),
+        "judges_query": _reference_query(params),
         "report": report,
         "result": report.result if report else None,
         "figures": _figures(study, report) if report and report.result else [],
@@ -275,3 +286,63 @@ def alignment_plot(request: HttpRequest, slug: str, pk: int, name: str, fmt: str
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, max-age=300"
     return response
+
+
+# -- judge comparison --------------------------------------------------------------------
+
+
+def _comparison_params(form: AlignmentForm, study: Study) -> AlignmentParams:
+    """Every judge, no breakdown: the comparison reads the alignment report of these settings."""
+    return replace(form.params(study.seed), judge_ids=(), breakdown="")
+
+
+def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentParams, report) -> dict[str, Any]:
+    result = report.result if report else None
+    rows = judge_comparison(study=study, result=result) if result and result.get("overall") else []
+    return {
+        "study": study,
+        "form": form,
+        "params": params,
+        "query": _reference_query(params),
+        "report": report,
+        "result": result,
+        "rows": rows,
+        "cost_notes": sorted({row.cost_note for row in rows if row.cost_note}),
+        "family_title": FAMILY_TITLES.get(study.task_type, study.task_type),
+    }
+
+
+@require_GET
+@login_required
+def judge_comparison_page(request: HttpRequest, slug: str) -> HttpResponse:
+    """All judges of a study ranked by alignment with a human reference, with their running costs."""
+    study = _get_owned_study(request.user, slug)
+    try:
+        task_family(study)
+    except AlignmentUnavailable as exc:
+        return render(request, JUDGES_TEMPLATE, {"study": study, "unsupported": str(exc)})
+    form = _form(study, request.GET)
+    params = _comparison_params(form, study)
+    report = report_for(study=study, params=params)
+    if report is None and count_judgments(study=study) <= INLINE_JUDGMENTS:
+        report = report_request(study=study, params=params, inline=True)
+    template = JUDGES_TEMPLATE
+    if request.htmx and not request.htmx.history_restore_request:
+        template = f"{JUDGES_TEMPLATE}#judges"
+    return render(request, template, _comparison_context(study, form, params, report))
+
+
+@require_POST
+@login_required
+def judge_comparison_recompute(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _get_owned_study(request.user, slug)
+    try:
+        task_family(study)
+    except AlignmentUnavailable:
+        raise Http404("no alignment report for this task type") from None
+    form = _form(study, request.POST)
+    params = _comparison_params(form, study)
+    report = report_request(study=study, params=params)
+    if request.htmx:
+        return render(request, f"{JUDGES_TEMPLATE}#judges", _comparison_context(study, form, params, report))
+    return redirect(f"{reverse('alignment:judges', args=[study.slug])}?{_reference_query(params)}")
