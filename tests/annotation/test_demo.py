@@ -1,0 +1,225 @@
+import io
+import random
+from collections import Counter
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation.demo.builder import DEMO_PASSWORD, DEMO_USERNAME
+from annotation.models import Candidate, Item, Judgment, Study
+from annotation.services.assignment import next_assignment
+from annotation.services.enrollment import (
+    enroll_crowdworker,
+    enrollment_complete,
+    enrollment_consent,
+    enrollment_instructed,
+)
+from annotation.services.judgments import judgment_submit, value_from_form
+from annotation.services.studies import study_set_state
+from annotation.task_types import TIE, get_task_type
+from annotation.task_types.free_text import marked_token
+
+pytestmark = pytest.mark.django_db
+
+PROTOCOLS = {"humorrank", "jest", "oogiri", "chumor", "semeval2020t7"}
+
+
+def load_demo() -> str:
+    out = io.StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+def snapshot() -> dict:
+    """Everything load_demo writes, in a comparable form."""
+    return {
+        "users": list(get_user_model().objects.order_by("pk").values_list("pk", "username", "password")),
+        "studies": list(Study.objects.order_by("pk").values()),
+        "items": list(Item.objects.order_by("pk").values()),
+        "candidates": list(Candidate.objects.order_by("pk").values()),
+    }
+
+
+def form_data(assignment, rng: random.Random) -> dict[str, str]:
+    """What a crowdworker's browser would post for this assignment: a valid answer."""
+    study, item = assignment.study, assignment.item
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    if study.task_type == "pairwise":
+        return {"choice": rng.choice(["0", "1", TIE])}
+    if study.task_type == "ordinal":
+        return {"rating": str(rng.choice(config["points"]))}
+    if study.task_type == "binary":
+        return {"label": rng.choice([str(o["value"]) for o in config["options"]])}
+    if study.task_type == "vote_allocation":
+        votes = Counter(rng.randrange(len(assignment.shown_order)) for _ in range(rng.randint(1, config["max_votes"])))
+        return {f"votes_{position}": str(count) for position, count in votes.items()}
+    if study.task_type == "micro_edit":
+        word = rng.choice(["giraffes", "pudding", "kazoos", "socks"])
+        assert word != marked_token(item.text)
+        return {"replacement": word}
+    pytest.fail(f"the simulated crowdworker cannot answer a {study.task_type} study")
+
+
+def work_through(study: Study, participant_id: str, rng: random.Random) -> tuple[int, str]:
+    """One crowdworker answers everything they are offered; returns (judged, final reason)."""
+    enrollment = enroll_crowdworker(study=study, participant_id=participant_id, params={"STUDY_ID": "demo"})
+    enrollment_consent(enrollment=enrollment)
+    enrollment_instructed(enrollment=enrollment)
+    judged = 0
+    while (nxt := next_assignment(enrollment=enrollment)).assignment is not None:
+        assignment = nxt.assignment
+        if assignment.item.is_attention_check:
+            value = assignment.item.gold  # an attentive worker
+        else:
+            value = value_from_form(assignment=assignment, data=form_data(assignment, rng))
+        submitted = judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
+        assert submitted.created
+        judged += 1
+    enrollment_complete(enrollment=enrollment)
+    return judged, nxt.reason
+
+
+class TestLoadDemo:
+    def test_it_creates_one_open_study_per_protocol(self):
+        output = load_demo()
+        studies = list(Study.objects.all())
+        assert {s.protocol for s in studies} == PROTOCOLS
+        assert {s.state for s in studies} == {Study.State.OPEN}
+        assert {s.owner.username for s in studies} == {DEMO_USERNAME}
+        for study in studies:
+            assert study.consent_text and study.instructions_text and study.completion_code
+            assert study.items.filter(is_attention_check=False).exists()
+        assert "Created demo study" in output
+
+    def test_it_creates_the_demo_login_with_a_local_use_notice(self):
+        output = load_demo()
+        user = get_user_model().objects.get(username=DEMO_USERNAME)
+        assert user.check_password(DEMO_PASSWORD)
+        assert not user.is_superuser
+        assert "local use only" in output
+
+    def test_every_item_satisfies_its_study_task_type(self):
+        load_demo()
+        for study in Study.objects.all():
+            task_type = get_task_type(study.task_type)
+            config = task_type.config(study.config)
+            for item in study.items.prefetch_related("candidates"):
+                keys = [c.key for c in item.candidates.all()]
+                task_type.check_candidates(keys)
+                if study.task_type == "micro_edit":
+                    marked_token(item.text)
+                if item.gold is not None:
+                    assert task_type.validate(item.gold, candidate_keys=keys, config=config, item_text=item.text)
+
+    def test_running_it_twice_changes_nothing(self):
+        load_demo()
+        before = snapshot()
+        output = load_demo()
+        assert snapshot() == before
+        assert "Created" not in output
+        assert output.count("left as is") == Study.objects.count()
+
+    def test_a_demo_study_the_researcher_changed_is_left_as_is(self):
+        load_demo()
+        study = Study.objects.get(protocol="jest")
+        study_set_state(study=study, state=Study.State.CLOSED)
+        load_demo()
+        assert Study.objects.filter(protocol="jest").count() == 1
+        assert Study.objects.get(protocol="jest").state == Study.State.CLOSED
+
+    def test_an_existing_demo_user_keeps_its_password(self):
+        user = get_user_model().objects.create_user(DEMO_USERNAME, password="a-better-password-42")
+        output = load_demo()
+        user.refresh_from_db()
+        assert user.check_password("a-better-password-42")
+        assert "local use only" not in output
+        assert set(Study.objects.values_list("owner", flat=True)) == {user.pk}
+
+
+class TestDemoContent:
+    @pytest.fixture(autouse=True)
+    def _demo(self):
+        load_demo()
+
+    def test_humorrank_pairs_jokes_from_four_contestant_models(self):
+        study = Study.objects.get(protocol="humorrank")
+        assert (study.task_type, study.quota_per_item) == ("pairwise", 3)
+        items = list(study.items.prefetch_related("candidates"))
+        models = Counter(c.provenance["model"] for item in items for c in item.candidates.all())
+        assert len(models) == 4
+        assert max(models.values()) - min(models.values()) <= 1  # every contestant appears about equally
+        assert all(item.prompt for item in items)
+        assert len({item.prompt for item in items}) >= 8
+
+    def test_jest_is_a_fully_crossed_0_to_3_scale_in_a_shared_order(self):
+        study = Study.objects.get(protocol="jest")
+        assert study.config["labels"] == ["Not funny", "Somewhat funny", "Funny", "Very funny"]
+        assert (study.quota_per_item, study.item_order) == (7, Study.ItemOrder.SHARED_RANDOM)
+        assert all(item.prompt and item.text for item in study.items.all())
+
+    def test_oogiri_has_a_vote_study_and_a_binary_study_with_attention_checks(self):
+        votes = Study.objects.get(protocol="oogiri", task_type="vote_allocation")
+        assert votes.config["max_votes"] == 3
+        assert all(item.candidates.count() >= 8 for item in votes.items.all())
+        binary = Study.objects.get(protocol="oogiri", task_type="binary")
+        assert binary.attention_check_rate == pytest.approx(0.2)
+        checks = binary.items.filter(is_attention_check=True)
+        assert checks.exists() and all(check.gold for check in checks)
+
+    def test_chumor_studies_are_in_chinese_with_joke_types_and_sources(self):
+        explain = Study.objects.get(protocol="chumor", task_type="binary")
+        prefer = Study.objects.get(protocol="chumor", task_type="pairwise")
+        assert explain.config["language"] == prefer.config["language"] == "zh"
+        assert [o["label"] for o in explain.config["options"]] == ["Fully explains", "Does not fully explain"]
+        for item in explain.items.all():
+            assert item.metadata["joke_type"] and item.metadata["explanation_source"] in {"llm", "human"}
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in item.prompt)
+        assert prefer.config["labels"] == ["Explanation 1", "Explanation 2", "Equally good"]
+        for item in prefer.items.prefetch_related("candidates"):
+            assert sorted(c.provenance["source"] for c in item.candidates.all()) == ["human", "llm"]
+
+    def test_semeval_has_an_editing_study_and_a_grading_study(self):
+        edit = Study.objects.get(protocol="semeval2020t7", task_type="micro_edit")
+        assert all(marked_token(item.text) for item in edit.items.all())
+        grade = Study.objects.get(protocol="semeval2020t7", task_type="ordinal")
+        assert grade.config["labels"] == ["Not funny", "Slightly funny", "Moderately funny", "Funny"]
+        assert grade.quota_per_item == 5
+        for item in grade.items.all():
+            assert item.prompt != item.text and "<" not in item.text
+            assert item.metadata["replacement"] in item.text
+
+
+class TestAnsweringTheDemo:
+    @pytest.mark.parametrize(
+        "slug",
+        [
+            "demo-humorrank-which-joke-is-funnier",
+            "demo-jest-how-funny-is-it-0-to-3",
+            "demo-oogiri-spread-your-three-votes",
+            "demo-oogiri-funny-or-not-funny",
+            "demo-chumor-does-the-explanation-get-the-joke",
+            "demo-chumor-which-explanation-is-better",
+            "demo-semeval-2020-task-7-make-the-headline-funny",
+            "demo-semeval-2020-task-7-grade-the-edited-headlines",
+        ],
+    )
+    def test_crowdworkers_can_answer_every_demo_study_until_it_is_complete(self, slug):
+        load_demo()
+        study = Study.objects.get(slug=slug)
+        rng = random.Random(slug)
+        regular = study.items.filter(is_attention_check=False)
+        reasons = []
+        for n in range(study.quota_per_item):
+            judged, reason = work_through(study, f"{slug}-worker-{n}", rng)
+            assert judged >= regular.count()  # nobody is stopped early on an uncapped study
+            reasons.append(reason)
+        assert set(reasons) == {"exhausted"}
+        per_item = Counter(Judgment.objects.filter(item__in=regular).values_list("item_id", flat=True))
+        assert set(per_item.values()) == {study.quota_per_item}
+        assert len(per_item) == regular.count()
+        # a latecomer finds the study complete, and the attentive workers all passed their checks
+        assert work_through(study, f"{slug}-latecomer", rng) == (0, "exhausted")
+        assert not Judgment.objects.filter(study=study, attention_passed=False).exists()
+        assert not study.enrollments.filter(excluded=True).exists()
