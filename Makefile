@@ -68,10 +68,10 @@ demo: migrate
 
 run: demo
 	@echo "Starting the Celery worker and the web server on http://$(HOST):$(PORT) (Ctrl-C stops both)"
-	@echo "Researcher login: demo / demo-password (created by load_demo for local use)"
 	@$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & WORKER=$$!; \
-		trap "kill $$WORKER 2>/dev/null" EXIT INT TERM; \
-		DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT)
+		DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT) & WEB=$$!; \
+		trap 'kill $$WORKER $$WEB 2>/dev/null; wait' EXIT INT TERM; \
+		wait $$WEB
 
 worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
