@@ -6,25 +6,11 @@ from typing import Any
 from django import forms
 
 from .models import Study
+from .services.studies import STUDY_SETTINGS
 from .study_files import config_problems
 from .task_types import TASK_TYPES, get_task_type
 
-SETTINGS_FIELDS = [
-    "name",
-    "description",
-    "protocol",
-    "quota_per_item",
-    "per_rater_cap",
-    "item_order",
-    "attention_check_rate",
-    "attention_check_policy",
-    "attention_check_max_failures",
-    "min_seconds_per_item",
-    "consent_text",
-    "instructions_text",
-    "completion_code",
-    "completion_redirect_url",
-]
+SETTINGS_FIELDS = ["name", *STUDY_SETTINGS]
 
 
 def _clean_config(raw: str, task_type: str) -> dict[str, Any]:

@@ -4,19 +4,16 @@ Only the owner sees a judge, and only a study's owner sees or starts its runs;
 anything else is a 404. API keys are write-only: no page ever renders one.
 """
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.api.permissions import is_researcher
 from annotation.models import Study
+from annotation.views.researcher import researcher_required
 
 from .forms import JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
@@ -26,17 +23,6 @@ from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import run_cancel, run_create, run_resume
 from .services.templates import ensure_builtin_templates, template_save
 from .services.tournaments import tournament_cancel, tournament_create, tournament_verdicts
-
-
-def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not is_researcher(request.user):
-            raise PermissionDenied("These pages are for researchers.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 def _judge_for_user(request: HttpRequest, pk: int) -> JudgeConfig:

@@ -9,24 +9,8 @@ from rest_framework import serializers
 
 from ..importers.cells import CellProblem, json_ready
 from ..models import Candidate, Item, ItemImport, Judgment, Rater, Study
+from ..services.studies import STUDY_SETTINGS
 from ..task_types import TASK_TYPES
-
-STUDY_SETTINGS = (
-    "description",
-    "protocol",
-    "quota_per_item",
-    "per_rater_cap",
-    "item_order",
-    "attention_check_rate",
-    "attention_check_policy",
-    "attention_check_max_failures",
-    "min_seconds_per_item",
-    "consent_text",
-    "instructions_text",
-    "completion_code",
-    "completion_redirect_url",
-)
-
 
 IMPORT_STATUS_HELP = "One of: " + ", ".join(ItemImport.Status.values) + "."
 

@@ -13,7 +13,8 @@ from ..audit import audit_record, diff
 from ..models import AuditEntry, Candidate, Item, Study
 from ..task_types import get_task_type
 
-STUDY_FIELDS = {
+# The study settings a researcher may set, in the order forms and the API show them.
+STUDY_SETTINGS = (
     "description",
     "protocol",
     "quota_per_item",
@@ -27,7 +28,8 @@ STUDY_FIELDS = {
     "instructions_text",
     "completion_code",
     "completion_redirect_url",
-}
+)
+STUDY_FIELDS = frozenset(STUDY_SETTINGS)
 
 
 @dataclass
