@@ -91,6 +91,9 @@ def studies(transactional_db):
 
 def answer_by_key(page, key: str, seen: list[str]) -> bool:
     """Press one key on the item page; True once the study sent the browser to its completion page."""
+    # A key pressed while htmx is still swapping the last answer in would reach
+    # the outgoing form (harmless: a resubmit is stored once) instead of this item.
+    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
     previous = page.locator("input[name=assignment]").input_value()
     with page.expect_response(lambda r: r.url.endswith("/item/") and r.request.method == "POST") as answered:
         page.keyboard.press(key)
@@ -100,11 +103,14 @@ def answer_by_key(page, key: str, seen: list[str]) -> bool:
         seen.append(page.content())
         return True
     # htmx swapped the next item in and moved focus to its question.
+    # Null-safe: mid-swap the old form is gone before the new one is in, and an
+    # exception inside the predicate would end the wait instead of retrying it.
     page.wait_for_function(
-        "prev => document.querySelector('input[name=assignment]').value !== prev"
-        " && document.activeElement && document.activeElement.id === 'item-heading'",
+        "prev => { const field = document.querySelector('input[name=assignment]');"
+        " return !!field && field.value !== prev; }",
         arg=previous,
     )
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-heading'")
     seen.append(page.content())
     return False
 
