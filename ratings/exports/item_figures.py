@@ -22,6 +22,7 @@ Items with fewer than two ratings have no agreement figures.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -70,7 +71,7 @@ def _modal(labels: list[Any]) -> tuple[list[Any], int]:
     return sorted((k for k, n in counts.items() if n == top), key=str), top
 
 
-class ItemFigures:
+class ItemFigures(ABC):
     """Collects one item at a time, then yields the rows sorted by descending consensus."""
 
     columns: list[str] = []
@@ -81,8 +82,9 @@ class ItemFigures:
         self.rows: list[tuple] = []  # (sort key tuple, item id, figures...)
         self.position = 0
 
+    @abstractmethod
     def add(self, item_id: int, values: list[Any]) -> None:
-        raise NotImplementedError
+        """Take one item's values (each task family computes its own figures)."""
 
     def finish(self) -> None:
         return
