@@ -4,26 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ..models import JudgeConfig, JudgeRun, PromptTemplate
-
-JUDGE_SETTINGS = [
-    "base_url",
-    "model",
-    "api_key_env",
-    "temperature",
-    "max_tokens",
-    "structured_output",
-    "timeout_seconds",
-    "max_retries",
-    "backoff_seconds",
-    "concurrency",
-    "rate_limit_per_minute",
-    "input_cost_per_million",
-    "output_cost_per_million",
-    "templates",
-    "trials",
-    "both_orders",
-    "seed",
-]
+from ..services.judges import JUDGE_SETTINGS
 
 
 class JudgeSerializer(serializers.ModelSerializer):

@@ -14,7 +14,8 @@ from annotation.task_types import TASK_TYPES
 from ..keys import set_api_key
 from ..models import JudgeConfig
 
-SETTINGS = {
+# A judge's settings, in the order forms and the API show them.
+JUDGE_SETTINGS = (
     "base_url",
     "model",
     "api_key_env",
@@ -32,7 +33,8 @@ SETTINGS = {
     "trials",
     "both_orders",
     "seed",
-}
+)
+SETTINGS = frozenset(JUDGE_SETTINGS)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 BASELINE_NAMES = {
     JudgeConfig.Baseline.RANDOM: "baseline: random",
