@@ -6,7 +6,8 @@ from django import forms
 
 from annotation.task_types import TASK_TYPES
 
-from .models import JudgeConfig, PromptTemplate, Tournament
+from .models import GeneratorConfig, JudgeConfig, PromptTemplate, Tournament
+from .services.generation import DEFAULT_GENERATOR_PROMPT, GENERATOR_SETTINGS
 
 JUDGE_FIELDS = [
     "name",
@@ -118,3 +119,66 @@ class TournamentForm(forms.Form):
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)
+
+
+class GeneratorForm(forms.ModelForm):
+    api_key = forms.CharField(
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Stored encrypted and never shown again. Leave empty to keep the stored key.",
+    )
+    remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    class Meta:
+        model = GeneratorConfig
+        fields = ["name", *GENERATOR_SETTINGS]
+        labels = {
+            "base_url": "Base URL",
+            "api_key_env": "API key environment variable",
+            "max_tokens": "Max tokens",
+            "timeout_seconds": "Timeout (seconds)",
+            "max_retries": "Retries",
+            "backoff_seconds": "First retry wait (seconds)",
+            "rate_limit_per_minute": "Rate limit (requests per minute)",
+            "system_text": "System message",
+            "user_text": "Prompt",
+        }
+        widgets = {
+            "system_text": forms.Textarea(attrs={"rows": 3}),
+            "user_text": forms.Textarea(attrs={"rows": 6}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        if not self.instance.pk:
+            # A generator's defaults, not the judge's (the model field's default is a judge's 0.1).
+            self.initial.update(temperature=0.7, user_text=DEFAULT_GENERATOR_PROMPT)
+        self.fields["user_text"].required = False
+        self.fields["base_url"].required = True
+        self.fields["model"].required = True
+
+    def settings(self) -> dict[str, Any]:
+        return {k: v for k, v in self.cleaned_data.items() if k in GENERATOR_SETTINGS}
+
+    def api_key_change(self) -> str | None:
+        """None keeps the stored key, "" removes it, anything else replaces it."""
+        if self.cleaned_data.get("remove_api_key"):
+            return ""
+        return self.cleaned_data.get("api_key") or None
+
+    def _post_clean(self) -> None:
+        # Validation happens in the services (generator_create / generator_update).
+        return
+
+
+class GenerationForm(forms.Form):
+    generators = forms.ModelMultipleChoiceField(
+        queryset=GeneratorConfig.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each generator writes one candidate per prompt, keyed by its name.",
+    )
+
+    def __init__(self, *args: Any, owner=None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.fields["generators"].queryset = GeneratorConfig.objects.filter(owner=owner)

@@ -285,6 +285,10 @@ class GenerationRun(models.Model):
     def __str__(self) -> str:
         return f"generation {self.pk} for {self.study}"
 
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_RUN_STATES
+
 
 class GenerationUnit(WorkUnit):
     run = models.ForeignKey(GenerationRun, on_delete=models.CASCADE, related_name="units")

@@ -1,11 +1,15 @@
 """Celery tasks of the judging app. Each takes ids, calls a service, and is safe to run twice."""
 
 import logging
+import threading
 
 from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+from django.conf import settings
 
 from .services import judging_job  # noqa: F401 - load the model client once per worker, not per run
 from .services.generation import generation_run_fail, process_generation_run
+from .services.recovery import stalled_work_requeue
 from .services.runs import process_run, run_fail
 from .services.tournaments import process_tournament, tournament_fail
 
@@ -54,3 +58,37 @@ def tournament_task(self, tournament_id: int) -> None:
             raise
         logger.exception("tournament %s failed", tournament_id)
         tournament_fail(tournament_id=tournament_id, error=f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(ignore_result=True)
+def recover_stalled_work_task() -> None:
+    stalled_work_requeue()
+
+
+# How often a running worker looks for stalled work; 0 turns the periodic check off (the start-up one stays).
+RECOVERY_SECONDS = getattr(settings, "FUNNYBONE_RECOVERY_SECONDS", 300)
+_recovery_stop = threading.Event()
+
+
+def _recover_periodically(interval: float) -> None:
+    while not _recovery_stop.wait(interval):
+        try:
+            recover_stalled_work_task.delay()
+        except Exception:  # noqa: BLE001 - the broker may be down; the next tick tries again
+            logger.exception("could not queue the stalled-work check")
+
+
+@worker_ready.connect
+def _recover_when_a_worker_starts(sender=None, **kwargs) -> None:
+    # Queued as a task, so the check runs in a pool process with its own database connection.
+    recover_stalled_work_task.delay()
+    if RECOVERY_SECONDS > 0:
+        _recovery_stop.clear()
+        threading.Thread(
+            target=_recover_periodically, args=(RECOVERY_SECONDS,), name="judging-recovery", daemon=True
+        ).start()
+
+
+@worker_shutting_down.connect
+def _stop_recovery(**kwargs) -> None:
+    _recovery_stop.set()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import generation_views, views
 
 app_name = "judging"
 
@@ -17,4 +17,10 @@ urlpatterns = [
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
     path("tournaments/<int:pk>/", views.tournament_detail, name="tournament_detail"),
     path("tournaments/<int:pk>/cancel/", views.tournament_cancel_view, name="tournament_cancel"),
+    path("generators/", generation_views.generator_list, name="generator_list"),
+    path("generators/<int:pk>/", generation_views.generator_edit, name="generator_edit"),
+    path("studies/<int:study_pk>/generate/", generation_views.generation_new, name="generation_new"),
+    path("generations/<int:pk>/", generation_views.generation_detail, name="generation_detail"),
+    path("generations/<int:pk>/cancel/", generation_views.generation_cancel_view, name="generation_cancel"),
+    path("generations/<int:pk>/resume/", generation_views.generation_resume_view, name="generation_resume"),
 ]

@@ -12,13 +12,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.models import Study
+from annotation.models import Candidate, Study
+from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
 
-from .forms import JudgeForm, RunForm, TemplateForm, TournamentForm
-from .models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
+from .forms import GenerationForm, JudgeForm, RunForm, TemplateForm, TournamentForm
+from .models import GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate, Tournament
 from .rankings import leaderboard
 from .selectors import run_progress
+from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import run_cancel, run_create, run_resume
 from .services.templates import ensure_builtin_templates, template_save
@@ -95,6 +97,35 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "judging/judge_edit.html", {"judge": judge, "form": form, "runs": runs})
 
 
+def study_runs_page(
+    request: HttpRequest,
+    study: Study,
+    *,
+    form: RunForm | None = None,
+    generation_form: GenerationForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The study's runs page: judge runs, candidate generation, and the way to a tournament."""
+    contestants = Candidate.objects.filter(item__study=study).values("key").distinct().count()
+    return render(
+        request,
+        "judging/study_runs.html",
+        {
+            "study": study,
+            "form": form or RunForm(owner=request.user),
+            "generation_form": generation_form or GenerationForm(owner=request.user),
+            "runs": study.judge_runs.select_related("judge")[:100],
+            "generation_runs": study.generation_runs.prefetch_related("generators")[:100],
+            "has_judges": JudgeConfig.objects.filter(owner=request.user).exists(),
+            "has_generators": GeneratorConfig.objects.filter(owner=request.user).exists(),
+            "takes_generated_candidates": get_task_type(study.task_type).candidates[1] != 2,
+            "bare_prompt_task_types": BARE_PROMPT_TASK_TYPES,
+            "contestants": contestants,
+        },
+        status=status,
+    )
+
+
 @researcher_required
 def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
     study = _study_for_user(request, study_pk)
@@ -112,17 +143,7 @@ def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
             _add_errors(form, exc)
         else:
             return redirect("judging:run_detail", pk=run.pk)
-    runs = study.judge_runs.select_related("judge")[:100]
-    return render(
-        request,
-        "judging/study_runs.html",
-        {
-            "study": study,
-            "form": form,
-            "runs": runs,
-            "has_judges": JudgeConfig.objects.filter(owner=request.user).exists(),
-        },
-    )
+    return study_runs_page(request, study, form=form)
 
 
 @researcher_required

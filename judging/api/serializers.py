@@ -3,7 +3,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ..models import JudgeConfig, JudgeRun, PromptTemplate
+from ..models import GenerationRun, GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate
+from ..services.generation import GENERATOR_SETTINGS
 from ..services.judges import JUDGE_SETTINGS
 
 
@@ -100,3 +101,46 @@ class TemplateSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["id", "version", "builtin", "created_at"]
         validators: list = []
+
+
+class GeneratorSerializer(serializers.ModelSerializer):
+    api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=True)
+    has_api_key = serializers.BooleanField(read_only=True)
+    key_source = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = GeneratorConfig
+        fields = ["id", "name", *GENERATOR_SETTINGS, "api_key", "has_api_key", "key_source", "created_at"]
+        read_only_fields = ["id", "created_at"]
+        extra_kwargs = {"user_text": {"required": False}}
+        # Validation is the services' job; the model's own constraints are checked there.
+        validators: list = []
+
+    def settings(self) -> dict:
+        return {k: v for k, v in self.validated_data.items() if k in GENERATOR_SETTINGS}
+
+
+class GenerationRunCreateSerializer(serializers.Serializer):
+    study = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    generators = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=1, max_length=100
+    )
+
+
+class GenerationRunSerializer(serializers.ModelSerializer):
+    generators = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = GenerationRun
+        fields = ["id", "study", "generators", "status", "error", "created_at", "finished_at", "progress"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_generators(self, run: GenerationRun):
+        return [{"id": g.pk, "name": g.name} for g in run.generators.all()]
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_progress(self, run: GenerationRun):
+        from ..generation_selectors import generation_progress
+
+        return generation_progress(run=run).as_dict() if self.context.get("with_progress") else None

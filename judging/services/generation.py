@@ -18,16 +18,19 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.text import slugify
 
 from annotation.models import Candidate, Item, Study
+from annotation.task_types import get_task_type
 
 from ..backends.chat import ChatBackend
-from ..keys import ApiKeyUnavailable, redact, resolve_api_key
+from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
 from ..parsing import Parsed, find_json_object
 from ..prompts.render import render
 from ..retry import ABANDONED, OK, RateLimiter, RetryPolicy, ask
 from ..runner import complete_unit, drive, release_unit, unfinished
+from .judges import _check_base_url
 
 DEFAULT_GENERATOR_PROMPT = (
     "Write one short, original joke for this prompt. Reply with the joke only, no introduction.\n\nPrompt: {{ prompt }}"
@@ -51,22 +54,115 @@ def parse_candidate(text: str | None) -> Parsed:
     return Parsed(value={"text": joke}, method="json" if obj is not None else "text")
 
 
-def generator_create(*, owner, name: str, api_key: str | None = None, **settings: Any) -> GeneratorConfig:
-    from ..keys import set_api_key
-    from .judges import _check_base_url
+# A generator's settings, in the order forms and the API show them.
+GENERATOR_SETTINGS = (
+    "base_url",
+    "model",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "timeout_seconds",
+    "max_retries",
+    "backoff_seconds",
+    "concurrency",
+    "rate_limit_per_minute",
+    "system_text",
+    "user_text",
+)
+BARE_PROMPT_TASK_TYPES = "rating scale, binary label, micro-edit or written explanation"
 
-    generator = GeneratorConfig(owner=owner, name=name, **{"temperature": 0.7, **settings})
+
+def _apply_generator(generator: GeneratorConfig, changes: dict[str, Any]) -> None:
+    unknown = set(changes) - set(GENERATOR_SETTINGS)
+    if unknown:
+        raise ValidationError(f"Unknown generator setting(s): {', '.join(sorted(unknown))}.")
+    for key, value in changes.items():
+        setattr(generator, key, value)
+    if generator.api_key_env:
+        generator.api_key_encrypted = ""
     generator.user_text = generator.user_text or DEFAULT_GENERATOR_PROMPT
     _check_base_url(generator.base_url)
+    if not (generator.base_url and generator.model):
+        raise ValidationError("A generator needs a base URL and a model name.")
+
+
+def _check_name_free(owner, name: str, *, exclude: int | None = None) -> None:
+    if GeneratorConfig.objects.filter(owner=owner, name=name).exclude(pk=exclude).exists():
+        raise ValidationError(f"You already have a generator named {name!r}.")
+
+
+def generator_create(*, owner, name: str, api_key: str | None = None, **settings: Any) -> GeneratorConfig:
+    """A new generator (one contestant). ``api_key`` is stored encrypted and never shown again."""
+    name = (name or "").strip()
+    _check_name_free(owner, name)
+    generator = GeneratorConfig(owner=owner, name=name, temperature=0.7)
+    _apply_generator(generator, settings)
     set_api_key(generator, api_key)
     generator.full_clean()
     generator.save()
     return generator
 
 
+def generator_update(*, generator: GeneratorConfig, api_key: str | None = None, **changes: Any) -> GeneratorConfig:
+    """Change a generator. ``api_key=None`` keeps the stored key; "" removes it.
+
+    Renaming changes the key of candidates written from now on, not of those already written.
+    """
+    name = changes.pop("name", None)
+    if name is not None:
+        name = name.strip()
+        _check_name_free(generator.owner, name, exclude=generator.pk)
+        generator.name = name
+    _apply_generator(generator, changes)
+    set_api_key(generator, api_key)
+    generator.full_clean()
+    generator.save()
+    return generator
+
+
+def generator_find_or_create(
+    *, owner, base_url: str, model: str, name: str = "", **settings: Any
+) -> tuple[GeneratorConfig, bool]:
+    """The owner's generator by ``name`` (else by endpoint and model), made if missing; settings updated."""
+    found = GeneratorConfig.objects.filter(owner=owner)
+    existing = (
+        found.filter(name=name).first() if name else found.filter(base_url=base_url, model=model).order_by("pk").first()
+    )
+    if existing:
+        changes = {
+            k: v for k, v in {"base_url": base_url, "model": model, **settings}.items() if getattr(existing, k) != v
+        }
+        return (generator_update(generator=existing, **changes) if changes else existing), False
+    base = name or slugify(model)[:90] or "generator"
+    name, n = base, 2
+    while found.filter(name=name).exists():
+        name, n = f"{base}-{n}", n + 1
+    return generator_create(owner=owner, name=name, base_url=base_url, model=model, **settings), True
+
+
+def _check_study_takes_candidates(study: Study, names: set[str], items: list[Item]) -> None:
+    """Generated candidates must fit the study: bare prompts, or room for more candidates per item."""
+    task_type = get_task_type(study.task_type)
+    high = task_type.candidates[1]
+    if high == 0 or high is None:
+        return  # bare prompts (the candidates are only the tournament's), or no upper limit
+    existing: dict[int, set[str]] = {}
+    for item_id, key in Candidate.objects.filter(item__in=items).values_list("item_id", "key"):
+        existing.setdefault(item_id, set()).add(key)
+    for item in items:
+        wanted = len(existing.get(item.pk, set()) | names)
+        if wanted > high:
+            raise ValidationError(
+                f"{task_type.title} items take at most {high} candidates; item {item.external_id!r} would have "
+                f"{wanted}. Generate into a study of bare prompts instead: a {BARE_PROMPT_TASK_TYPES} study "
+                "whose items have a prompt and no candidates."
+            )
+
+
 def generation_run_create(
     *, study: Study, generators: list[GeneratorConfig], items=None, created_by=None, enqueue: bool = True
 ) -> GenerationRun:
+    """A queued run: one unit per (prompt item, generator); attention checks are left out unless ``items`` is given."""
     if not generators:
         raise ValidationError("Choose at least one generator.")
     if len({g.name for g in generators}) != len(generators):
@@ -74,6 +170,9 @@ def generation_run_create(
     item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
     if not item_list:
         raise ValidationError("The study has no prompts.")
+    if any(item.study_id != study.pk for item in item_list):
+        raise ValidationError("Every item must belong to the study.")
+    _check_study_takes_candidates(study, {g.name for g in generators}, item_list)
     with transaction.atomic():
         run = GenerationRun.objects.create(study=study, created_by=created_by)
         run.generators.set(generators)
@@ -81,9 +180,34 @@ def generation_run_create(
             GenerationUnit(run=run, item=item, generator=g) for item in item_list for g in generators
         )
         if enqueue:
-            from ..tasks import generation_run_task
+            _enqueue(run.pk)
+    return run
 
-            transaction.on_commit(lambda: generation_run_task.delay(run.pk))
+
+def _enqueue(run_id: int) -> None:
+    from ..tasks import generation_run_task
+
+    transaction.on_commit(lambda: generation_run_task.delay(run_id))
+
+
+def generation_run_cancel(*, run: GenerationRun) -> bool:
+    """Stop handing out the run's units; calls in flight finish and are kept. False if it had ended."""
+    changed = GenerationRun.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATES).update(
+        status=RunStatus.CANCELLED, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return bool(changed)
+
+
+def generation_run_resume(*, run: GenerationRun, enqueue: bool = True) -> GenerationRun:
+    """Queue the run again: unfinished units (or ones held by a dead worker) are worked; written candidates stay."""
+    if run.status == RunStatus.DONE and not unfinished(GenerationUnit, run.pk).exists():
+        return run
+    with transaction.atomic():
+        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, finished_at=None, error="")
+        if enqueue:
+            _enqueue(run.pk)
+    run.refresh_from_db()
     return run
 
 

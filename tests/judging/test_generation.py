@@ -79,6 +79,14 @@ class TestGeneration:
         with pytest.raises(ValidationError):
             generation_run_create(study=prompts_study(researcher, n=1), generators=[gen, gen], enqueue=False)
 
+    def test_a_pick_one_study_takes_generated_candidates_up_to_its_limit(self, researcher, fault_server, make_study):
+        study = make_study(task_type="pick_one", n_items=1, n_candidates=8)
+        alpha, beta = (generator(researcher, fault_server, name, "ok") for name in ("alpha", "beta"))
+        with pytest.raises(ValidationError, match="at most 9 candidates"):
+            generation_run_create(study=study, generators=[alpha, beta], enqueue=False)
+        process_generation_run(run_id=generation_run_create(study=study, generators=[alpha], enqueue=False).pk)
+        assert study.items.get().candidates.count() == 9
+
     def test_a_tournament_from_nothing_but_prompts(self, researcher, fault_server):
         study = prompts_study(researcher, n=2)
         gens = [generator(researcher, fault_server, name, "ok") for name in ("alpha", "beta", "gamma")]

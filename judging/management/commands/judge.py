@@ -3,6 +3,8 @@
 import json
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -13,6 +15,16 @@ from judging.models import JudgeConfig, JudgeRun
 from judging.selectors import run_progress, run_summary
 from judging.services.judges import judge_find_or_create
 from judging.services.runs import process_run, run_create
+
+
+def study_by_ref(ref: str) -> Study:
+    """A study by slug, or by id when the reference is a number."""
+    study = Study.objects.filter(slug=ref).first()
+    if study is None and ref.isdigit():
+        study = Study.objects.filter(pk=int(ref)).first()
+    if study is None:
+        raise CommandError(f"No study {ref!r}.")
+    return study
 
 
 class Command(BaseCommand):
@@ -38,7 +50,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        study = self._study(opts["study"])
+        study = study_by_ref(opts["study"])
         owner = study.owner
         if opts["owner"]:
             owner = get_user_model().objects.filter(username=opts["owner"]).first()
@@ -62,14 +74,6 @@ class Command(BaseCommand):
             self._wait(run)
             run.refresh_from_db()
             self.stdout.write(json.dumps(run_summary(run=run)))
-
-    def _study(self, ref: str) -> Study:
-        study = Study.objects.filter(slug=ref).first()
-        if study is None and ref.isdigit():
-            study = Study.objects.filter(pk=int(ref)).first()
-        if study is None:
-            raise CommandError(f"No study {ref!r}.")
-        return study
 
     def _judge(self, owner, study: Study, opts) -> JudgeConfig:
         if opts["baseline"]:
@@ -96,20 +100,28 @@ class Command(BaseCommand):
         return judge
 
     def _wait(self, run: JudgeRun) -> None:
-        tty = sys.stderr.isatty()
-        last = None
-        while True:
-            run.refresh_from_db()
+        def describe(run: JudgeRun) -> str:
             p = run_progress(run=run)
-            line = (
+            return (
                 f"{p.finished}/{p.total} units ({p.percent}%) — judged {p.judged}, unparseable {p.unparseable}, "
                 f"failed {p.failed}, tokens {p.tokens} [{p.status}]"
             )
-            if line != last:
-                self.stderr.write(("\r" + line) if tty else line, ending="" if tty else "\n")
-                last = line
-            if not run.is_active:
-                if tty:
-                    self.stderr.write("")
-                return
-            time.sleep(0.5)
+
+        watch(self.stderr, run, describe)
+
+
+def watch(stderr, run, describe: Callable[[Any], str]) -> None:
+    """Write ``describe(run)`` whenever it changes (on one line on a terminal) until the run has ended."""
+    tty = sys.stderr.isatty()
+    last = None
+    while True:
+        run.refresh_from_db()
+        line = describe(run)
+        if line != last:
+            stderr.write(("\r" + line) if tty else line, ending="" if tty else "\n")
+            last = line
+        if not run.is_active:
+            if tty:
+                stderr.write("")
+            return
+        time.sleep(0.5)

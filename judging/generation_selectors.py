@@ -1,0 +1,91 @@
+"""Reads about candidate generation for the pages, the API and the CLI, counted from rows."""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db.models import Count, IntegerField, Q, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from annotation.models import Candidate
+
+from .models import GenerationRun, UnitStatus
+
+
+@dataclass(frozen=True)
+class GenerationProgress:
+    run: int
+    status: str
+    total: int
+    finished: int
+    pending: int
+    in_progress: int
+    generated: int
+    failed: int
+    tokens: int
+    seconds: float
+    per_generator: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.finished / self.total) if self.total else 100
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "percent": self.percent}
+
+
+def generation_candidates(*, run: GenerationRun):
+    """The candidates this run wrote (not those an earlier run had written already)."""
+    return Candidate.objects.filter(item__study_id=run.study_id, provenance__generation_run=run.pk)
+
+
+def generation_progress(*, run: GenerationRun) -> GenerationProgress:
+    done, failed = Q(status=UnitStatus.DONE), Q(status=UnitStatus.FAILED)
+    units = run.units.aggregate(
+        total=Count("id"),
+        generated=Count("id", filter=done),
+        failed=Count("id", filter=failed),
+        pending=Count("id", filter=Q(status=UnitStatus.PENDING)),
+        in_progress=Count("id", filter=Q(status=UnitStatus.CLAIMED)),
+    )
+    per_generator = list(
+        run.units.values("generator__name")
+        .annotate(total=Count("id"), generated=Count("id", filter=done), failed=Count("id", filter=failed))
+        .order_by("generator__name")
+    )
+    tokens = generation_candidates(run=run).aggregate(
+        prompt=Sum(Cast(KT("provenance__tokens__prompt"), IntegerField())),
+        completion=Sum(Cast(KT("provenance__tokens__completion"), IntegerField())),
+    )
+    end = run.finished_at or timezone.now()
+    return GenerationProgress(
+        run=run.pk,
+        status=run.status,
+        total=units["total"],
+        finished=units["generated"] + units["failed"],
+        pending=units["pending"],
+        in_progress=units["in_progress"],
+        generated=units["generated"],
+        failed=units["failed"],
+        tokens=(tokens["prompt"] or 0) + (tokens["completion"] or 0),
+        seconds=round((end - run.created_at).total_seconds(), 2),
+        per_generator=[
+            {"generator": row["generator__name"], **{k: row[k] for k in ("total", "generated", "failed")}}
+            for row in per_generator
+        ],
+    )
+
+
+def generation_summary(*, run: GenerationRun) -> dict[str, Any]:
+    """The CLI's final JSON line."""
+    p = generation_progress(run=run)
+    return {
+        "run": p.run,
+        "status": p.status,
+        "units": p.total,
+        "generated": p.generated,
+        "failed": p.failed,
+        "tokens": p.tokens,
+        "seconds": p.seconds,
+    }

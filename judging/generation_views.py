@@ -1,0 +1,123 @@
+"""The researcher's candidate-generation pages: generators, starting a generation run, watching it.
+
+Only the owner sees a generator, and only a study's owner sees or starts its
+generation runs; anything else is a 404. API keys are write-only.
+"""
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.views.researcher import researcher_required
+
+from .forms import GenerationForm, GeneratorForm
+from .generation_selectors import generation_progress
+from .models import GenerationRun, GeneratorConfig, UnitStatus
+from .services.generation import (
+    generation_run_cancel,
+    generation_run_create,
+    generation_run_resume,
+    generator_create,
+    generator_update,
+)
+from .views import _add_errors, _study_for_user, study_runs_page
+
+
+def _generator_for_user(request: HttpRequest, pk: int) -> GeneratorConfig:
+    return get_object_or_404(GeneratorConfig, pk=pk, owner=request.user)
+
+
+def _generation_for_user(request: HttpRequest, pk: int) -> GenerationRun:
+    run = GenerationRun.objects.select_related("study").filter(pk=pk).first()
+    if run is None or run.study.owner_id != request.user.pk:
+        raise Http404("No such generation run.")
+    return run
+
+
+@researcher_required
+def generator_list(request: HttpRequest) -> HttpResponse:
+    form = GeneratorForm(request.POST or None, instance=GeneratorConfig())
+    if request.method == "POST" and form.is_valid():
+        try:
+            generator = generator_create(
+                owner=request.user,
+                name=form.cleaned_data["name"],
+                api_key=form.api_key_change() or None,
+                **form.settings(),
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Generator {generator.name!r} created.")
+            return redirect("judging:generator_list")
+    generators = GeneratorConfig.objects.filter(owner=request.user)
+    return render(request, "judging/generator_list.html", {"generators": generators, "form": form})
+
+
+@researcher_required
+def generator_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    generator = _generator_for_user(request, pk)
+    form = GeneratorForm(request.POST or None, instance=generator)
+    if request.method == "POST" and form.is_valid():
+        try:
+            generator_update(
+                generator=generator, name=form.cleaned_data["name"], api_key=form.api_key_change(), **form.settings()
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, "Generator saved.")
+            return redirect("judging:generator_edit", pk=generator.pk)
+    runs = generator.runs.select_related("study")[:50]
+    return render(request, "judging/generator_edit.html", {"generator": generator, "form": form, "runs": runs})
+
+
+@researcher_required
+@require_POST
+def generation_new(request: HttpRequest, study_pk: int) -> HttpResponse:
+    study = _study_for_user(request, study_pk)
+    form = GenerationForm(request.POST, owner=request.user)
+    if form.is_valid():
+        try:
+            run = generation_run_create(
+                study=study, generators=list(form.cleaned_data["generators"]), created_by=request.user
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            return redirect("judging:generation_detail", pk=run.pk)
+    return study_runs_page(request, study, generation_form=form, status=400)
+
+
+def _detail(request: HttpRequest, run: GenerationRun) -> HttpResponse:
+    failures = run.units.filter(status=UnitStatus.FAILED).select_related("item", "generator").order_by("pk")[:20]
+    context = {"run": run, "progress": generation_progress(run=run), "failures": failures}
+    if request.htmx:
+        return render(request, "judging/generation_detail.html#progress", context)
+    return render(request, "judging/generation_detail.html", context)
+
+
+@researcher_required
+def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return _detail(request, _generation_for_user(request, pk))
+
+
+@researcher_required
+@require_POST
+def generation_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _generation_for_user(request, pk)
+    if generation_run_cancel(run=run):
+        messages.info(request, "Generation cancelled. Candidates already on their way are still kept.")
+    if request.htmx:
+        return _detail(request, run)
+    return redirect("judging:generation_detail", pk=run.pk)
+
+
+@researcher_required
+@require_POST
+def generation_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = generation_run_resume(run=_generation_for_user(request, pk))
+    messages.info(request, "Generation queued again; candidates already written are kept.")
+    return redirect("judging:generation_detail", pk=run.pk)
