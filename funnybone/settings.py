@@ -204,6 +204,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 FUNNYBONE_LEASE_SECONDS = env_int("FUNNYBONE_LEASE_SECONDS", 30 * 60)
 # Crowd entry rate limit (requests per minute per client address).
 FUNNYBONE_ENTRY_RATE_PER_MINUTE = env_int("FUNNYBONE_ENTRY_RATE_PER_MINUTE", 60)
+# How often each Celery worker looks for judge/generation runs and tournaments whose
+# queued message was lost (no live lease, no progress) and queues them again; 0 = only at start-up.
+FUNNYBONE_RECOVERY_SECONDS = env_int("FUNNYBONE_RECOVERY_SECONDS", 300)
 
 CACHES = {
     "default": (

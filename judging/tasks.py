@@ -66,7 +66,7 @@ def recover_stalled_work_task() -> None:
 
 
 # How often a running worker looks for stalled work; 0 turns the periodic check off (the start-up one stays).
-RECOVERY_SECONDS = getattr(settings, "FUNNYBONE_RECOVERY_SECONDS", 300)
+RECOVERY_SECONDS = settings.FUNNYBONE_RECOVERY_SECONDS
 _recovery_stop = threading.Event()
 
 
