@@ -153,8 +153,17 @@ def judge_find_or_create(
         if existing:
             return existing, False
         return judge_create(owner=owner, name=BASELINE_NAMES[baseline], baseline=baseline), True
+    named = settings.get("name", "")
+    # A name picks the judge exactly: two prompts on one model are two judges, compared side by side.
+    found = JudgeConfig.objects.filter(owner=owner, name=named) if named else JudgeConfig.objects.none()
+    if named and found.filter(baseline="").exclude(base_url=base_url, model=model).exists():
+        raise ValidationError(f"The judge {named!r} uses another endpoint or model; choose another name.")
+    if named and found.exclude(baseline="").exists():
+        raise ValidationError(f"{named!r} is the name of a baseline judge; choose another name.")
     existing = (
-        JudgeConfig.objects.filter(owner=owner, baseline="", base_url=base_url, model=model).order_by("pk").first()
+        found.first()
+        if named
+        else JudgeConfig.objects.filter(owner=owner, baseline="", base_url=base_url, model=model).order_by("pk").first()
     )
     if existing:
         changes = {k: v for k, v in settings.items() if getattr(existing, k) != v}

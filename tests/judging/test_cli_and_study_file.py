@@ -42,6 +42,34 @@ class TestJudgeCommand:
         assert Judgment.objects.filter(study=study).count() == 2
         assert JudgeConfig.objects.get(base_url=url).temperature == 0.3
 
+    def test_two_names_on_one_model_are_two_judges_each_with_its_own_prompt(self, make_study, fault_server):
+        study = make_study(n_items=2)
+        url = fault_server.url("ok")
+        judge_cli(study.slug, "--base-url", url, "--model", "m", "--name", "direct", "--inline")
+        judge_cli(
+            study.slug,
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--name",
+            "stepwise",
+            "--template",
+            "funniness-digit",
+            "--inline",
+        )
+        judges = {j.name: j for j in JudgeConfig.objects.filter(base_url=url)}
+        assert sorted(judges) == ["direct", "stepwise"]
+        assert judges["stepwise"].templates == {"ordinal": "funniness-digit"} and not judges["direct"].templates
+        _, err = judge_cli(study.slug, "--base-url", url, "--model", "m", "--name", "direct", "--inline")
+        assert "Reusing judge 'direct'" in err
+
+    def test_a_name_taken_by_another_model_is_an_error(self, make_study, fault_server):
+        study = make_study(n_items=1)
+        judge_cli(study.slug, "--base-url", fault_server.url("ok"), "--model", "m", "--name", "mine", "--inline")
+        with pytest.raises(CommandError, match="another endpoint or model"):
+            judge_cli(study.slug, "--base-url", fault_server.url("ok"), "--model", "other", "--name", "mine")
+
     def test_both_orders_reports_position_consistency(self, make_study, fault_server):
         study = make_study(task_type="pairwise", n_items=2, n_candidates=2)
         out, _ = judge_cli(

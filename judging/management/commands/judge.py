@@ -34,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("study", help="Study slug (or id).")
         parser.add_argument("--base-url", default="", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
         parser.add_argument("--model", default="")
+        parser.add_argument(
+            "--name",
+            default="",
+            help="Judge name: reuses the judge of this name, or creates it; without it the judge of this "
+            "endpoint and model is reused. Give two names to compare two prompts on one model.",
+        )
         parser.add_argument("--api-key-env", default="", help="Environment variable holding the API key.")
         parser.add_argument("--template", default="", help="Prompt template name for the study's task type.")
         parser.add_argument("--temperature", type=float)
@@ -93,9 +99,16 @@ class Command(BaseCommand):
         }
         if opts["api_key_env"]:
             settings["api_key_env"] = opts["api_key_env"]
+        if opts["name"]:
+            settings["name"] = opts["name"]
         if opts["template"]:
             settings["templates"] = {study.task_type: opts["template"]}
-        judge, created = judge_find_or_create(owner=owner, base_url=opts["base_url"], model=opts["model"], **settings)
+        try:
+            judge, created = judge_find_or_create(
+                owner=owner, base_url=opts["base_url"], model=opts["model"], **settings
+            )
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
         self.stderr.write(f"{'Created' if created else 'Reusing'} judge {judge.name!r}")
         return judge
 
