@@ -42,6 +42,9 @@ class DemoStudy:
     config: dict[str, Any]
     settings: dict[str, Any]
     items: list[ItemSpec] = field(default_factory=list)
+    # A protocol data file beside the YAML, imported through the protocol's own importer
+    # (items and the answers it holds), so the demo's protocol report has numbers to show.
+    import_file: str | None = None
 
     @property
     def protocol(self) -> str:
@@ -82,13 +85,14 @@ def _study_from(raw: dict[str, Any]) -> DemoStudy:
     elif "graded_edits" in raw:
         items = graded_edit_items(raw["graded_edits"])
     else:
-        items = [_item(row) for row in raw["items"]]
+        items = [_item(row) for row in raw.get("items") or []]
     return DemoStudy(
         name=raw["name"],
         task_type=raw["task_type"],
         config=dict(raw.get("config") or {}),
         settings=settings,
         items=items,
+        import_file=raw.get("import_file"),
     )
 
 
@@ -181,8 +185,20 @@ def _build(demo: DemoStudy, owner: AbstractBaseUser) -> Study:
     # that a later run would mistake for an existing demo study.
     with transaction.atomic():
         study = study_create(owner=owner, name=demo.name, task_type=demo.task_type, config=demo.config, **demo.settings)
-        items_create(study=study, items=demo.items)
+        if demo.items:
+            items_create(study=study, items=demo.items)
+        if demo.import_file:
+            _import(study, DATA_DIR / demo.import_file)
         return study_set_state(study=study, state=Study.State.OPEN)
+
+
+def _import(study: Study, path: Path) -> None:
+    from ..protocols import protocol_import
+
+    result = protocol_import(study=study, data=path.read_bytes(), filename=path.name)
+    if not result.ok:
+        # The demo data ships with the code: a problem here is a bug, never a user's mistake.
+        raise ValueError(f"Demo file {path.name} does not import: {'; '.join(result.errors[:5])}")
 
 
 def load_demo() -> DemoResult:

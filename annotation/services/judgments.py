@@ -40,7 +40,7 @@ def value_from_form(*, assignment: Assignment, data: Any) -> Any:
     return task_type.value_from_form(data, shown_order=assignment.shown_order, config=task_type.config(study.config))
 
 
-def _apply_attention_policy(enrollment: Enrollment) -> None:
+def apply_attention_policy(enrollment: Enrollment) -> None:
     study = enrollment.study
     failures = Judgment.objects.filter(study=study, rater=enrollment.rater, attention_passed=False).count()
     if failures <= study.attention_check_max_failures:
@@ -140,5 +140,5 @@ def judgment_submit(
         if attention_passed is False:
             enrollment = Enrollment.objects.select_for_update().filter(study=study, rater=rater).first()
             if enrollment is not None:
-                _apply_attention_policy(enrollment)
+                apply_attention_policy(enrollment)
     return Submitted(judgment, created=True)

@@ -62,6 +62,55 @@ def token(w: World) -> dict:
     return {"entry_token": w.study.entry_token}
 
 
+def generator(w: World) -> dict:
+    """The owner's generator, made the first time it is asked for."""
+    from judging.models import GeneratorConfig
+    from judging.services.generation import generator_create
+
+    found = GeneratorConfig.objects.filter(owner=w.owner).first()
+    found = found or generator_create(owner=w.owner, name="owners-gen", base_url="http://127.0.0.1:9/v1", model="m")
+    return {"pk": found.pk}
+
+
+def generation(w: World) -> dict:
+    """A generation run on the owner's study, made the first time it is asked for."""
+    from judging.models import GenerationRun, GeneratorConfig
+    from judging.services.generation import generation_run_create
+
+    found = GenerationRun.objects.filter(study=w.study).first()
+    if found is None:
+        gen = GeneratorConfig.objects.get(pk=generator(w)["pk"])
+        found = generation_run_create(study=w.study, generators=[gen], enqueue=False)
+    return {"pk": found.pk}
+
+
+# A figure the JEST report draws whenever it has ratings.
+PROTOCOL_FIGURE = "spearman-heatmap"
+
+
+def protocol_study(w: World) -> dict:
+    """The owner's study made from the JEST template, with a few imported ratings; made when first asked for."""
+    from annotation.protocols import study_from_template
+    from annotation.services.imported_judgments import ImportedJudgment, judgments_import
+    from annotation.services.studies import ItemSpec, items_create
+
+    found = Study.objects.filter(owner=w.owner, protocol="jest").first()
+    if found is None:
+        found = study_from_template(owner=w.owner, template="jest", name="Owner's JEST study")
+        items_create(
+            study=found, items=[ItemSpec(external_id=f"t{i}", prompt="Setup", text=f"Response {i}") for i in range(4)]
+        )
+        judgments_import(
+            study=found,
+            judgments=[
+                ImportedJudgment(rater=f"R{r}", item=f"t{i}", value={"rating": (i + r) % 4})
+                for r in range(3)
+                for i in range(4)
+            ],
+        )
+    return {"slug": found.slug}
+
+
 MATRIX: dict[str, Route] = {
     # The annotator's side.
     "annotator:entry": Route(
@@ -121,9 +170,29 @@ MATRIX: dict[str, Route] = {
     "judging-api-run-cancel": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging-api-run-resume": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging-api-templates": Route(API, ("GET", "POST"), scope=GLOBAL, why="prompt templates are shared"),
+    # Candidate generation.
+    "judging:generator_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "judging:generator_edit": Route(PAGE, ("GET", "POST"), generator),
+    "judging:generation_new": Route(PAGE, ("POST",), lambda w: {"study_pk": w.study.pk}),
+    "judging:generation_detail": Route(PAGE, ("GET",), generation),
+    "judging:generation_cancel": Route(PAGE, ("POST",), generation),
+    "judging:generation_resume": Route(PAGE, ("POST",), generation),
+    "judging-api-generators": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "judging-api-generator": Route(API, ("GET", "PATCH"), generator),
+    "judging-api-generations": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "judging-api-generation": Route(API, ("GET",), generation),
+    "judging-api-generation-cancel": Route(API, ("POST",), generation),
+    "judging-api-generation-resume": Route(API, ("POST",), generation),
     # Analysis, alignment, exports.
     "ratings:api_agreement": Route(API, ("GET",), slug),
     "ratings:study_analysis": Route(PAGE, ("GET",), slug),
+    "ratings:protocol_report": Route(PAGE, ("GET",), protocol_study),
+    "ratings:protocol_workbook": Route(PAGE, ("GET",), protocol_study),
+    "ratings:protocol_figure": Route(
+        PAGE, ("GET",), lambda w: {**protocol_study(w), "key": PROTOCOL_FIGURE, "fmt": "svg"}
+    ),
+    "researcher:study_from_template": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "researcher:protocol_import": Route(PAGE, ("GET", "POST"), study),
     "alignment:report": Route(PAGE, ("GET",), slug),
     "alignment:recompute": Route(PAGE, ("POST",), slug),
     "alignment:judges": Route(PAGE, ("GET",), slug),

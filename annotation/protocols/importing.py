@@ -1,0 +1,56 @@
+"""Importing a protocol's data file: its items and any answers it already holds, all or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from ..importers.items import FileProblem
+from ..models import Study
+from ..services.imported_judgments import judgments_import
+from ..services.studies import ImportErrors, items_create
+from .base import template_of
+from .tables import read_table
+
+MAX_REPORTED_ERRORS = 500
+
+
+@dataclass
+class ProtocolImportResult:
+    items: int = 0
+    judgments: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _capped(errors: list[str]) -> list[str]:
+    if len(errors) <= MAX_REPORTED_ERRORS:
+        return errors
+    return [*errors[:MAX_REPORTED_ERRORS], f"... and {len(errors) - MAX_REPORTED_ERRORS} more problems not listed."]
+
+
+def protocol_import(
+    *, study: Study, data: bytes, filename: str, actor: AbstractBaseUser | None = None
+) -> ProtocolImportResult:
+    """Read a file shaped like the study's protocol data and store it; every problem is reported, nothing half-written."""
+    template = template_of(study)
+    if template is None or template.importer is None:
+        return ProtocolImportResult(errors=["This study does not follow a protocol template with its own file format."])
+    try:
+        table = read_table(data, filename=filename)
+        plan = template.importer(table, study)
+        with transaction.atomic():
+            count = items_create(study=study, items=plan.items, actor=actor) if plan.items else 0
+            judged = judgments_import(study=study, judgments=plan.judgments)
+    except FileProblem as exc:
+        return ProtocolImportResult(errors=_capped(exc.messages))
+    except ImportErrors as exc:
+        return ProtocolImportResult(errors=_capped(exc.errors_by_row))
+    if not count and not judged:
+        return ProtocolImportResult(errors=["The file holds no items and no answers."])
+    return ProtocolImportResult(items=count, judgments=judged)
