@@ -1,0 +1,186 @@
+"""JEST end to end on data with a known truth: the report must find the balanced raters and the good judge.
+
+A seeded latent funniness per text; three balanced raters (whole scale, little
+noise) and four biased ones (always low, always high, compressed to the middle,
+shifted down and noisy). Their ratings are imported as a wide sheet; an LLM
+judge whose answers are the truth plus a little noise (a scripted
+OpenAI-compatible server on loopback) and the random baseline are run by a
+real Celery worker; then the protocol report is built from the database.
+"""
+
+import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from django.db import transaction
+
+from annotation.models import Study
+from annotation.protocols import protocol_import, study_from_template
+from judging.models import JudgeRun
+from judging.services.judges import ensure_baseline_judges, judge_create
+from judging.services.runs import run_create
+from judging.testing.fault_server import completion_body
+from ratings.protocols import protocol_report, report_json, write_report_workbook
+
+from .conftest import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+SEED = 20260122
+N_TEXTS = 48
+BALANCED = ["bal-1", "bal-2", "bal-3"]
+BIASED = ["low", "high", "middle", "shifted"]
+
+
+class Truth:
+    """Latent funniness of each text and every rater's ratings, drawn from one seed."""
+
+    def __init__(self, seed: int = SEED):
+        rng = np.random.default_rng(seed)
+        # Spread evenly over the scale, so a faithful rater uses every point about equally.
+        self.latent = rng.permutation(np.linspace(-0.45, 3.45, N_TEXTS))
+        self.truth = np.clip(np.rint(self.latent), 0, 3).astype(int)
+
+        def rate(values, noise):
+            return np.clip(np.rint(values + rng.normal(0, noise, N_TEXTS)), 0, 3).astype(int)
+
+        self.ratings = {name: rate(self.latent, 0.35) for name in BALANCED}
+        self.ratings["low"] = rate(0.35 * self.latent, 0.5)
+        self.ratings["high"] = rate(2.1 + 0.35 * self.latent, 0.5)
+        self.ratings["middle"] = rate(1.5 + 0.15 * (self.latent - 1.5), 0.45)
+        self.ratings["shifted"] = rate(self.latent - 1.3, 1.0)
+        self.judge = rate(self.latent, 0.3)  # what the scripted LLM answers
+
+    def ids(self) -> list[str]:
+        return [f"t{n:02d}" for n in range(N_TEXTS)]
+
+    def response(self, n: int) -> str:
+        return f"Response number {n} lands its twist at the end."
+
+    def wide_csv(self) -> bytes:
+        names = BALANCED + BIASED
+        lines = ["id,setup,response," + ",".join(names)]
+        for n, item in enumerate(self.ids()):
+            cells = [str(self.ratings[name][n]) for name in names]
+            lines.append(f"{item},Setup number {n} sets the scene.,{self.response(n)}," + ",".join(cells))
+        return ("\n".join(lines) + "\n").encode()
+
+
+class ScriptedJudge(ThreadingHTTPServer):
+    """An OpenAI-compatible server whose rating of a text is looked up from the truth."""
+
+    daemon_threads = True
+
+    def __init__(self, answers: dict[str, int]):
+        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
+        self.answers = answers
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    server: ScriptedJudge
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):
+        return
+
+    def do_POST(self):
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        prompt = " ".join(m.get("content", "") for m in request.get("messages", []))
+        rating = next((r for text, r in self.server.answers.items() if text in prompt), None)
+        self.server.requests += 1
+        fmt = request.get("response_format") or {}
+        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
+        content = json.dumps({"rating": rating}) if "rating" in schema.get("properties", {}) else str(rating)
+        body = completion_body(content if rating is not None else "I cannot tell.")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return Truth()
+
+
+@pytest.fixture
+def scripted_judge(truth):
+    server = ScriptedJudge({truth.response(n): int(truth.judge[n]) for n in range(N_TEXTS)})
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def finished(run: JudgeRun) -> bool:
+    run.refresh_from_db()
+    return not run.is_active
+
+
+def run_through_worker(study: Study, judge, worker) -> JudgeRun:
+    with transaction.atomic():
+        run = run_create(study=study, judge=judge)  # queued on commit, picked up by the worker
+    assert wait_until(lambda: finished(run), timeout=300), worker.log_text()[-3000:]
+    return run
+
+
+def test_the_report_recovers_the_balanced_raters_and_the_faithful_judge(
+    celery_worker, researcher, truth, scripted_judge
+):
+    study = study_from_template(owner=researcher, template="jest", name="Synthetic JEST panel")
+    result = protocol_import(study=study, data=truth.wide_csv(), filename="panel.csv")
+    assert (result.ok, result.items, result.judgments) == (True, N_TEXTS, N_TEXTS * 7), result.errors
+
+    llm = judge_create(
+        owner=researcher, name="scripted-llm", base_url=scripted_judge.url, model="scripted", timeout_seconds=10
+    )
+    random_baseline = next(j for j in ensure_baseline_judges(owner=researcher) if j.baseline == "random")
+    for judge in (llm, random_baseline):
+        run = run_through_worker(study, judge, celery_worker)
+        assert run.status == "done", (run.status, celery_worker.log_text()[-3000:])
+    assert scripted_judge.requests >= N_TEXTS  # the worker really asked the model about every text
+
+    report = protocol_report(study=study)
+    data = report_json(report)
+
+    selected = [row[0] for row in data["tables"]["balance"]["rows"] if row[-1] == "yes"]
+    assert selected == BALANCED
+    agreement = {row[0]: row[1:] for row in data["tables"]["agreement"]["rows"]}
+    alpha_all, alpha_subset = agreement["Krippendorff's α (ordinal)"]
+    assert alpha_subset > alpha_all
+    assert alpha_subset > 0.8  # three faithful raters agree closely
+    icc_all, icc_subset = agreement["ICC(2,k)"]
+    assert icc_subset > icc_all
+
+    # Dataset A's consensus is the median of the balanced raters: close to the truth.
+    by_id = {row[1]: row[4] for row in data["tables"]["dataset-a"]["rows"]}
+    consensus = np.array([by_id[item] for item in truth.ids()])
+    assert np.mean(np.abs(consensus - truth.truth)) < 0.25
+
+    judges = {
+        row[0]: dict(zip(data["tables"]["judges"]["columns"], row, strict=True))
+        for row in data["tables"]["judges"]["rows"]
+    }
+    faithful, chance = judges["scripted-llm"], judges[random_baseline.rater.name]
+    assert faithful["Missing"] == 0 and faithful["Texts"] == N_TEXTS
+    assert faithful["κ (quadratic)"] > 0.6 and faithful["κ CI low"] > 0.6
+    assert faithful["Spearman ρ"] > 0.8
+    assert faithful["κ p"] < 0.01
+    assert chance["κ CI low"] <= 0 or chance["κ (quadratic)"] < 0.3
+
+    # The same report goes to the workbook, with both figures drawn from these data.
+    buffer = io.BytesIO()
+    write_report_workbook(report, buffer)
+    assert buffer.getvalue().startswith(b"PK")
+    for key in ("spearman-heatmap", "rater-distributions"):
+        assert report.figure(key).plot.png.startswith(b"\x89PNG")
