@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item, Judgment, Study
+from annotation.protocols import humorrank, study_from_template
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
 from annotation.task_types import TIE
 
@@ -58,7 +59,14 @@ def tournament_create(
             owner=owner,
             name=f"{name} — matches",
             task_type="pairwise",
-            protocol="humorrank",
+            # The report on the contest study finds its tournaments' matches by this key and link.
+            protocol=humorrank.MATCHES,
+            config={
+                humorrank.SOURCE_LINK: source_study.slug,
+                "tournament": name,
+                "schedule": schedule,
+                "budget": budget,
+            },
             description=f"Pairwise matches of the tournament {name!r} on {source_study.name!r}.",
         )
         tournament = Tournament.objects.create(
@@ -192,3 +200,61 @@ def process_tournament(*, tournament_id: int) -> None:
                 status=RunStatus.DONE, finished_at=timezone.now()
             )
             return
+
+
+def human_check_create(
+    *,
+    owner: AbstractBaseUser,
+    tournament: Tournament,
+    name: str = "",
+    n_pairs: int | None = None,
+    seed: int = 0,
+) -> Study:
+    """A draft HumorRank human-check study: a random sample of the tournament's judged pairs.
+
+    Each sampled match becomes one pairwise item with the same prompt and the
+    same two candidates (first contestant first); the annotator form shows
+    them in a random order per vote. The study links to the contest study, so
+    the contest's report compares the people's votes with every judge.
+    """
+    n_pairs = n_pairs or humorrank.ANALYSES["human_check_pairs"]
+    if n_pairs < 1:
+        raise ValidationError("A human check needs at least one pair.")
+    judged = (
+        Judgment.objects.filter(study=tournament.match_study, status=Judgment.Status.OK)
+        .values_list("item_id", flat=True)
+        .distinct()
+    )
+    matches = list(tournament.match_study.items.filter(pk__in=judged).prefetch_related("candidates").order_by("pk"))
+    if not matches:
+        raise ValidationError("The tournament has no judged matches to sample from yet.")
+    # One pair per (prompt, two contestants), whichever way round they met.
+    unique: dict[tuple[int, frozenset[str]], Item] = {}
+    for match in matches:
+        unique.setdefault((match.metadata["prompt_item"], frozenset(match.metadata["contestants"])), match)
+    sample = random.Random(seed).sample(list(unique.values()), min(n_pairs, len(unique)))  # noqa: S311
+    prompt_ids = dict(tournament.source_study.items.values_list("pk", "external_id"))
+    specs = []
+    for match in sorted(sample, key=lambda m: m.pk):
+        source_id = prompt_ids.get(match.metadata["prompt_item"], str(match.metadata["prompt_item"]))
+        specs.append(
+            ItemSpec(
+                external_id=match.external_id,
+                prompt=match.prompt,
+                text=match.text,
+                candidates=[
+                    CandidateSpec(key=c.key, text=c.text, context=c.context, provenance=c.provenance)
+                    for c in match.candidates.all()
+                ],
+                metadata={"prompt_id": source_id, "contestants": match.metadata["contestants"]},
+            )
+        )
+    with transaction.atomic():
+        study = study_from_template(
+            owner=owner,
+            template=humorrank.HUMAN_CHECK,
+            name=name or f"{tournament.name} — human check",
+            config={humorrank.SOURCE_LINK: tournament.source_study.slug, "tournament": tournament.name},
+        )
+        items_create(study=study, items=specs)
+    return study
