@@ -23,6 +23,7 @@ from annotation.task_types.free_text import marked_token
 pytestmark = pytest.mark.django_db
 
 PROTOCOLS = {"humorrank", "jest", "oogiri", "chumor", "semeval2020t7"}
+JEST_SLUG = "demo-jest-how-funny-is-it-0-to-3"
 
 
 def load_demo() -> str:
@@ -85,7 +86,7 @@ class TestLoadDemo:
     def test_it_creates_one_open_study_per_protocol(self):
         output = load_demo()
         studies = list(Study.objects.all())
-        assert {s.protocol for s in studies} == PROTOCOLS
+        assert {s.protocol.split("-")[0] for s in studies} == PROTOCOLS  # template keys start with the family
         assert {s.state for s in studies} == {Study.State.OPEN}
         assert {s.owner.username for s in studies} == {DEMO_USERNAME}
         for study in studies:
@@ -123,11 +124,11 @@ class TestLoadDemo:
 
     def test_a_demo_study_the_researcher_changed_is_left_as_is(self):
         load_demo()
-        study = Study.objects.get(protocol="jest")
+        study = Study.objects.get(slug=JEST_SLUG)
         study_set_state(study=study, state=Study.State.CLOSED)
         load_demo()
-        assert Study.objects.filter(protocol="jest").count() == 1
-        assert Study.objects.get(protocol="jest").state == Study.State.CLOSED
+        assert Study.objects.filter(name=study.name).count() == 1
+        assert Study.objects.get(slug=JEST_SLUG).state == Study.State.CLOSED
 
     def test_an_existing_demo_user_keeps_its_password(self):
         user = get_user_model().objects.create_user(DEMO_USERNAME, password="a-better-password-42")
@@ -144,51 +145,103 @@ class TestDemoContent:
         load_demo()
 
     def test_humorrank_pairs_jokes_from_four_contestant_models(self):
-        study = Study.objects.get(protocol="humorrank")
-        assert (study.task_type, study.quota_per_item) == ("pairwise", 3)
+        contest = Study.objects.get(protocol="humorrank-contest")
+        assert all(item.candidates.count() == 4 for item in contest.items.all())
+        study = Study.objects.get(slug="demo-humorrank-which-joke-is-funnier")
+        assert (study.task_type, study.config["source_study"]) == ("pairwise", contest.slug)
         items = list(study.items.prefetch_related("candidates"))
-        models = Counter(c.provenance["model"] for item in items for c in item.candidates.all())
+        models = Counter(c.key for item in items for c in item.candidates.all())
         assert len(models) == 4
         assert max(models.values()) - min(models.values()) <= 1  # every contestant appears about equally
         assert all(item.prompt for item in items)
         assert len({item.prompt for item in items}) >= 8
 
+    def test_the_humorrank_report_shows_the_people_s_votes(self):
+        from ratings.protocols import protocol_report, report_json
+
+        report = report_json(protocol_report(study=Study.objects.get(protocol="humorrank-contest")))
+        voted = {row[0]: row for row in report["tables"]["human_agreement"]["rows"]}[
+            "Demo: HumorRank — a voted human check"
+        ]
+        assert voted[2:4] == [3, 72]  # three raters, 72 votes
+        assert report["tables"]["leaderboard"]["rows"][0][2] == "quipster-7b"
+
     def test_jest_is_a_fully_crossed_0_to_3_scale_in_a_shared_order(self):
-        study = Study.objects.get(protocol="jest")
+        study = Study.objects.get(slug=JEST_SLUG)
         assert study.config["labels"] == ["Not funny", "Somewhat funny", "Funny", "Very funny"]
         assert (study.quota_per_item, study.item_order) == (7, Study.ItemOrder.SHARED_RANDOM)
         assert all(item.prompt and item.text for item in study.items.all())
 
+    def test_the_rated_jest_panel_has_seven_raters_on_every_text_and_a_report(self):
+        from ratings.protocols import protocol_report, report_json
+
+        study = Study.objects.get(slug="demo-jest-a-rated-expert-panel")
+        per_item = Counter(Judgment.objects.filter(study=study).values_list("item_id", flat=True))
+        assert len(per_item) == study.items.count() == 12
+        assert set(per_item.values()) == {7}
+        report = report_json(protocol_report(study=study))
+        assert report["summary"]["Selected raters"] == "ada, bea, cal"
+        assert len(report["tables"]["dataset-a"]["rows"]) == 12
+
     def test_oogiri_has_a_vote_study_and_a_binary_study_with_attention_checks(self):
-        votes = Study.objects.get(protocol="oogiri", task_type="vote_allocation")
+        from ratings.protocols import protocol_report, report_json
+
+        votes = Study.objects.get(protocol="oogiri-voting", task_type="vote_allocation")
         assert votes.config["max_votes"] == 3
         assert all(item.candidates.count() >= 8 for item in votes.items.all())
-        binary = Study.objects.get(protocol="oogiri", task_type="binary")
+        # The imported vote totals give the report a filter and a selection to show.
+        report = report_json(protocol_report(study=votes))
+        assert report["summary"]["Prompts with at least 100 votes (kept)"] == 3
+        assert len(report["tables"]["selection"]["rows"]) == 3 * 6
+        binary = Study.objects.get(protocol="oogiri-binary", task_type="binary")
         assert binary.attention_check_rate == pytest.approx(0.2)
         checks = binary.items.filter(is_attention_check=True)
         assert checks.exists() and all(check.gold for check in checks)
 
     def test_chumor_studies_are_in_chinese_with_joke_types_and_sources(self):
-        explain = Study.objects.get(protocol="chumor", task_type="binary")
-        prefer = Study.objects.get(protocol="chumor", task_type="pairwise")
+        explain = Study.objects.get(slug="demo-chumor-does-the-explanation-get-the-joke")
+        prefer = Study.objects.get(slug="demo-chumor-which-explanation-is-better")
+        assert (explain.protocol, prefer.protocol) == ("chumor-explanation", "chumor-preference")
         assert explain.config["language"] == prefer.config["language"] == "zh"
         assert [o["label"] for o in explain.config["options"]] == ["Fully explains", "Does not fully explain"]
         for item in explain.items.all():
-            assert item.metadata["joke_type"] and item.metadata["explanation_source"] in {"llm", "human"}
+            assert item.metadata["joke_types"] and item.metadata["source"] in {"llm", "human"}
             assert any("\u4e00" <= ch <= "\u9fff" for ch in item.prompt)
         assert prefer.config["labels"] == ["Explanation 1", "Explanation 2", "Equally good"]
         for item in prefer.items.prefetch_related("candidates"):
             assert sorted(c.provenance["source"] for c in item.candidates.all()) == ["human", "llm"]
 
-    def test_semeval_has_an_editing_study_and_a_grading_study(self):
-        edit = Study.objects.get(protocol="semeval2020t7", task_type="micro_edit")
+    def test_the_answered_chumor_studies_have_reports_with_numbers(self):
+        from ratings.protocols import protocol_report, report_json
+
+        labelled = report_json(protocol_report(study=Study.objects.get(slug="demo-chumor-labelled-explanations")))
+        assert labelled["summary"]["Items with a majority label"] == 8
+        assert labelled["summary"]["Human annotators"] == 5
+        compared = report_json(protocol_report(study=Study.objects.get(slug="demo-chumor-compared-explanations")))
+        wins = {row[0]: row[1] for row in compared["tables"]["win_rates"]["rows"]}
+        assert wins == {"human": 2, "llm": 1, "tie": 1, "undecided": 1}
+
+    def test_semeval_has_an_editing_study_and_grading_studies(self):
+        edit = Study.objects.get(protocol="semeval2020t7-editing", task_type="micro_edit")
         assert all(marked_token(item.text) for item in edit.items.all())
-        grade = Study.objects.get(protocol="semeval2020t7", task_type="ordinal")
-        assert grade.config["labels"] == ["Not funny", "Slightly funny", "Moderately funny", "Funny"]
-        assert grade.quota_per_item == 5
-        for item in grade.items.all():
-            assert item.prompt != item.text and "<" not in item.text
-            assert item.metadata["replacement"] in item.text
+        grading = Study.objects.filter(protocol="semeval2020t7-grading", task_type="ordinal")
+        assert grading.count() == 2
+        for grade in grading:
+            assert grade.config["labels"] == ["Not funny", "Slightly funny", "Moderately funny", "Funny"]
+            assert grade.quota_per_item == 5
+            for item in grade.items.all():
+                assert item.prompt != item.text and "<" not in item.text
+                assert item.metadata["replacement"] in item.text
+
+    def test_the_graded_semeval_demo_has_five_grades_per_headline_and_a_report(self):
+        from ratings.protocols import protocol_report, report_json
+
+        study = Study.objects.get(slug="demo-semeval-2020-task-7-graded-headlines-ready-to-analyse")
+        per_item = Counter(Judgment.objects.filter(study=study).values_list("item_id", flat=True))
+        assert len(per_item) == 8 and set(per_item.values()) == {5}
+        report = report_json(protocol_report(study=study))
+        assert report["summary"]["Task 2 pairs scored"] == 4
+        assert report["tables"]["task1_rmse"]["rows"][0][4] > 0  # the mean baseline's RMSE
 
 
 class TestAnsweringTheDemo:
