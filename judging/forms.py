@@ -182,3 +182,8 @@ class GenerationForm(forms.Form):
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.fields["generators"].queryset = GeneratorConfig.objects.filter(owner=owner)
+
+
+class HumanCheckForm(forms.Form):
+    pairs = forms.IntegerField(min_value=1, max_value=5000, initial=60, label="Pairs to sample")
+    seed = forms.IntegerField(min_value=0, initial=0, label="Sampling seed")

@@ -17,6 +17,7 @@ urlpatterns = [
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
     path("tournaments/<int:pk>/", views.tournament_detail, name="tournament_detail"),
     path("tournaments/<int:pk>/cancel/", views.tournament_cancel_view, name="tournament_cancel"),
+    path("tournaments/<int:pk>/human-check/", views.tournament_human_check, name="tournament_human_check"),
     path("generators/", generation_views.generator_list, name="generator_list"),
     path("generators/<int:pk>/", generation_views.generator_edit, name="generator_edit"),
     path("studies/<int:study_pk>/generate/", generation_views.generation_new, name="generation_new"),

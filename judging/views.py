@@ -16,7 +16,7 @@ from annotation.models import Candidate, Study
 from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
 
-from .forms import GenerationForm, JudgeForm, RunForm, TemplateForm, TournamentForm
+from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate, Tournament
 from .rankings import leaderboard
 from .selectors import run_progress
@@ -24,7 +24,7 @@ from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import run_cancel, run_create, run_resume
 from .services.templates import ensure_builtin_templates, template_save
-from .services.tournaments import tournament_cancel, tournament_create, tournament_verdicts
+from .services.tournaments import human_check_create, tournament_cancel, tournament_create, tournament_verdicts
 
 
 def _judge_for_user(request: HttpRequest, pk: int) -> JudgeConfig:
@@ -256,10 +256,37 @@ def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "matches": tournament.match_study.items.count(),
         "verdicts": len(verdicts),
         "runs": tournament.runs.order_by("pk"),
+        "human_check_form": HumanCheckForm(),
     }
     if request.htmx:
         return render(request, "judging/tournament_detail.html#standings", context)
     return render(request, "judging/tournament_detail.html", context)
+
+
+@researcher_required
+@require_POST
+def tournament_human_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """A blind A/B/tie study of people over a sample of the tournament's judged pairs (HumorRank's human check)."""
+    tournament = get_object_or_404(Tournament, pk=pk, owner=request.user)
+    form = HumanCheckForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("judging:tournament_detail", pk=pk)
+    try:
+        study = human_check_create(
+            owner=request.user,
+            tournament=tournament,
+            n_pairs=form.cleaned_data["pairs"],
+            seed=form.cleaned_data["seed"],
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("judging:tournament_detail", pk=pk)
+    messages.success(
+        request,
+        f"Created the draft human check “{study.name}” with {study.items.count()} pairs; open it to collect votes.",
+    )
+    return redirect("researcher:study_detail", pk=study.pk)
 
 
 @researcher_required

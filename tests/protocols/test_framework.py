@@ -331,6 +331,15 @@ class TestProtocolCommand:
         assert json.loads(out.getvalue())["tables"]["items"]["rows"] == [["a", "joke", 1]]
         assert (tmp_path / "r.xlsx").stat().st_size > 0
 
+    def test_create_sets_task_settings_given_as_key_value(self, researcher, test_template):
+        args = ("protocol", "create", "testproto", "Linked", "--owner", researcher.username)
+        call_command(*args, "--config", "source_study=contest-1", stdout=io.StringIO())
+        assert researcher.studies.get(name="Linked").config["source_study"] == "contest-1"
+        from django.core.management.base import CommandError
+
+        with pytest.raises(CommandError, match="KEY=VALUE"):
+            call_command(*args, "--config", "no-equals-sign", stdout=io.StringIO())
+
     def test_a_bad_file_fails_the_command_with_its_rows(self, researcher, test_template, tmp_path):
         from django.core.management.base import CommandError
 

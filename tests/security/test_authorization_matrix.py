@@ -163,6 +163,7 @@ MATRIX: dict[str, Route] = {
     "judging:run_resume": Route(PAGE, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging:tournament_detail": Route(PAGE, ("GET",), lambda w: {"pk": w.tournament.pk}),
     "judging:tournament_cancel": Route(PAGE, ("POST",), lambda w: {"pk": w.tournament.pk}),
+    "judging:tournament_human_check": Route(PAGE, ("POST",), lambda w: {"pk": w.tournament.pk}),
     "judging-api-judges": Route(API, ("GET", "POST"), scope=GLOBAL),
     "judging-api-judge": Route(API, ("GET", "PATCH", "DELETE"), lambda w: {"pk": w.judge.pk}),
     "judging-api-runs": Route(API, ("GET", "POST"), scope=GLOBAL),

@@ -31,6 +31,13 @@ class Command(BaseCommand):
         create.add_argument("template")
         create.add_argument("name")
         create.add_argument("--owner", required=True, help="Username of the researcher who owns the study.")
+        create.add_argument(
+            "--config",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="Set a task setting, e.g. source_study=my-contest to link a HumorRank human check (repeatable).",
+        )
         imp = sub.add_parser("import", help="Import a file shaped like the protocol's data (CSV, XLSX or JSONL).")
         imp.add_argument("study", help="Study slug.")
         imp.add_argument("file")
@@ -59,8 +66,14 @@ class Command(BaseCommand):
             owner = get_user_model().objects.get(username=options["owner"])
         except get_user_model().DoesNotExist:
             raise CommandError(f"No user named {options['owner']!r}.") from None
+        config = {}
+        for pair in options["config"]:
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise CommandError(f"--config takes KEY=VALUE, not {pair!r}.")
+            config[key.strip()] = value.strip()
         try:
-            study = study_from_template(owner=owner, template=options["template"], name=options["name"])
+            study = study_from_template(owner=owner, template=options["template"], name=options["name"], config=config)
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         self.stdout.write(f"Created draft study {study.slug} from template {study.protocol}.")
@@ -91,11 +104,22 @@ class Command(BaseCommand):
             return
         self.stdout.write(report.title)
         for name, value in report.summary:
-            self.stdout.write(f"  {name}: {value}")
+            self.stdout.write(f"  {name}: {_text(value)}")
         for table in report.tables():
             self.stdout.write(f"\n{table.title}")
             self.stdout.write("  " + " | ".join(table.columns))
             for row in table.rows:
-                self.stdout.write("  " + " | ".join("" if v is None else str(v) for v in row))
+                self.stdout.write("  " + " | ".join(_text(v) for v in row))
         for note in report.notes:
             self.stdout.write(f"Note: {note}")
+
+
+def _text(value: Any) -> str:
+    """A cell for the terminal: four decimals at most (the JSON and the workbook keep full precision)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value == value else "nan"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    return str(value)
