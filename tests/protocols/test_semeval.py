@@ -137,6 +137,26 @@ class TestEditsToGradingItems:
         # Running it again as more edits arrive adds nothing twice.
         assert grading_items_from_edits(editing=editing, grading=grading) == 0
 
+    def test_the_command_adds_the_edits_and_names_a_wrong_study(self, researcher):
+        from io import StringIO
+
+        from django.core.management import CommandError, call_command
+
+        editing = study_from_template(owner=researcher, template=EDITING, name="Edit by command")
+        imported(editing, "id,original\nh1,Local <bakery/> wins award\n")
+        judgments_import(
+            study=editing,
+            judgments=[ImportedJudgment(rater="ed1", item="h1", value={"replacement": "zoo"}, kind="crowd")],
+        )
+        grading = grading_study(researcher)
+        out = StringIO()
+        call_command("semeval_grading_items", editing.slug, grading.slug, stdout=out)
+        assert f"Added 1 edited headline(s) to {grading.slug}." in out.getvalue()
+        with pytest.raises(CommandError, match="must come from a SemEval-2020 Task 7 editing study"):
+            call_command("semeval_grading_items", grading.slug, grading.slug)
+        with pytest.raises(CommandError, match="No study with the slug 'nope'"):
+            call_command("semeval_grading_items", "nope", grading.slug)
+
     def test_it_refuses_a_study_that_is_not_an_editing_study(self, researcher):
         with pytest.raises(ValidationError):
             grading_items_from_edits(editing=grading_study(researcher), grading=grading_study(researcher, "other"))
