@@ -1,4 +1,4 @@
-"""``manage.py load_demo``: the demo login and one open demo study per protocol.
+"""``manage.py load_demo``: the demo login and the demo studies of every protocol (some with answers already given).
 
 Safe to run again: existing demo studies and an existing ``demo`` user are left
 as they are.
@@ -10,7 +10,7 @@ from annotation.demo.builder import DEMO_PASSWORD, DEMO_USERNAME, load_demo
 
 
 class Command(BaseCommand):
-    help = "Create the demo researcher login and one open demo study per protocol (idempotent)."
+    help = "Create the demo researcher login and the open demo studies of every protocol (idempotent)."
 
     def handle(self, *args, **options) -> None:
         result = load_demo()
