@@ -5,8 +5,13 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from .. import selectors
 from ..protocols import TEMPLATES, protocol_import, study_from_template, template_of
+from ..protocols.oogiri import VOTING
+from ..protocols.oogiri_tasks import benchmark_tasks_build
+from ..protocols.semeval import EDITING, GRADING, grading_items_from_edits
 from .researcher import _study_for_user, researcher_required
 
 
@@ -18,6 +23,24 @@ class TemplateStudyForm(forms.Form):
         super().__init__(*args, **kwargs)
         ordered = sorted(TEMPLATES.values(), key=lambda t: (t.protocol, t.key))
         self.fields["template"].choices = [(t.key, f"{t.title} ({t.key})") for t in ordered]
+
+
+class BenchmarkTasksForm(forms.Form):
+    min_votes = forms.IntegerField(min_value=0, initial=100, label="Minimum total votes per prompt")
+    per_task = forms.IntegerField(min_value=1, initial=100, label="Prompts per task")
+    seed = forms.IntegerField(min_value=0, initial=0, label="Seed (draws prompts, shuffles options)")
+
+
+class EditsForm(forms.Form):
+    editing = forms.ModelChoiceField(queryset=None, label="Editing study", empty_label=None)
+
+    def __init__(self, *args, editing_studies, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["editing"].queryset = editing_studies
+
+
+def _editing_studies(request: HttpRequest):
+    return selectors.studies_owned(user=request.user).filter(protocol=EDITING)
 
 
 class ProtocolFileForm(forms.Form):
@@ -67,5 +90,51 @@ def protocol_import_view(request: HttpRequest, pk: int) -> HttpResponse:
         "has_importer": template is not None and template.importer is not None,
         "form": form,
         "errors": errors,
+        # The protocol's next steps, offered where its data comes in.
+        "benchmark_form": BenchmarkTasksForm() if study.protocol == VOTING else None,
+        "edits_form": (EditsForm(editing_studies=_editing_studies(request)) if study.protocol == GRADING else None),
     }
     return render(request, "researcher/protocol_import.html", context, status=400 if errors else 200)
+
+
+@researcher_required
+@require_POST
+def oogiri_tasks_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """OOGIRI: filter the voting study, take top/bottom responses and create the five benchmark studies."""
+    study = _study_for_user(request, pk)
+    form = BenchmarkTasksForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("researcher:protocol_import", pk=pk)
+    try:
+        built = benchmark_tasks_build(
+            study=study,
+            owner=request.user,
+            min_total_votes=form.cleaned_data["min_votes"],
+            per_task=form.cleaned_data["per_task"],
+            seed=form.cleaned_data["seed"],
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("researcher:protocol_import", pk=pk)
+    names = ", ".join(f"“{s.name}”" for s in built.values())
+    messages.success(request, f"Created {len(built)} draft benchmark studies: {names}.")
+    return redirect("researcher:study_list")
+
+
+@researcher_required
+@require_POST
+def semeval_edits_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """SemEval-2020 Task 7: the editors' micro-edits become this grading study's headlines."""
+    study = _study_for_user(request, pk)
+    form = EditsForm(request.POST, editing_studies=_editing_studies(request))
+    if not form.is_valid():
+        messages.error(request, "Choose one of your SemEval editing studies.")
+        return redirect("researcher:protocol_import", pk=pk)
+    try:
+        added = grading_items_from_edits(editing=form.cleaned_data["editing"], grading=study, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Added {added} edited headline(s) to grade.")
+    return redirect("researcher:protocol_import", pk=pk)

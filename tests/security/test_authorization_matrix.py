@@ -194,6 +194,8 @@ MATRIX: dict[str, Route] = {
     ),
     "researcher:study_from_template": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
     "researcher:protocol_import": Route(PAGE, ("GET", "POST"), study),
+    "researcher:oogiri_tasks": Route(PAGE, ("POST",), study),
+    "researcher:semeval_edits": Route(PAGE, ("POST",), study),
     "alignment:report": Route(PAGE, ("GET",), slug),
     "alignment:recompute": Route(PAGE, ("POST",), slug),
     "alignment:judges": Route(PAGE, ("GET",), slug),
