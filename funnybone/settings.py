@@ -165,6 +165,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "annotation.models.ItemImport.Format",
         "ExportFormatEnum": "ratings.models.Export.Format",
+        "RunStatusEnum": "judging.models.RunStatus",
     },
 }
 

@@ -62,10 +62,15 @@ def database_url() -> str:
 
 def _point_app_at(app, url: str | None, transport_options: dict) -> None:
     """Send this process's tasks to another broker, dropping connections made to the old one."""
+    from kombu import pools
+
     if app._pool is not None:
         app._pool.force_close_all()
     app._pool = None
     app.amqp._producer_pool = None
+    # kombu also keeps producer pools in a global registry keyed by connection; a pool closed
+    # above would otherwise be handed to the next module's worker fixture ("Acquire on closed pool").
+    pools.reset()
     app.conf.broker_url = url
     app.conf.broker_transport_options = transport_options
 
