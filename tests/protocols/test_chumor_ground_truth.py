@@ -17,9 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -28,7 +26,7 @@ from annotation.protocols import protocol_import, study_from_template
 from judging.models import JudgeRun
 from judging.services.judges import judge_create, judge_find_or_create
 from judging.services.runs import run_create
-from judging.testing.fault_server import completion_body
+from judging.testing.scripted_server import Answer, prompt_text
 from ratings.protocols import protocol_report
 from tests.protocols.conftest import wait_until
 
@@ -107,48 +105,22 @@ def as_csv(rows: list[dict]) -> bytes:
     return out.getvalue().encode()
 
 
-class ScriptedJudge(ThreadingHTTPServer):
-    """An OpenAI-compatible server answering each explanation from the truth, with chosen mistakes.
+def scripted_labels(truth: dict[str, str], types: dict[str, list[str]], *, mode: str, joke_type: str) -> Answer:
+    """A scripted judge answering each explanation from the truth, with chosen mistakes on one joke type.
 
-    The path picks the behaviour (the worker only sees a base URL):
-    ``/wrong-on/<type>/v1`` flips the answer on jokes of that type,
-    ``/silent-on/<type>/v1`` answers prose (unparseable) on them.
+    ``wrong-on`` flips the answer on jokes of that type, ``silent-on`` answers prose (unparseable) on them.
     """
 
-    daemon_threads = True
-
-    def __init__(self, truth: dict[str, str], types: dict[str, list[str]]):
-        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
-        self.truth, self.types = truth, types
-        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-
-    def url(self, mode: str, joke_type: str) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/{mode}/{joke_type}/v1"
-
-
-class _ScriptedHandler(BaseHTTPRequestHandler):
-    server: ScriptedJudge
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):
-        return
-
-    def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        prompt = " ".join(m.get("content", "") for m in request.get("messages", []))
-        _, mode, joke_type, *_ = self.path.split("/")
-        item = next(key for key in self.server.truth if f"Explanation {key} of" in prompt)
-        label = self.server.truth[item]
-        affected = joke_type in self.server.types[item]
+    def answer(request: dict) -> str:
+        prompt = prompt_text(request)
+        item = next(key for key in truth if f"Explanation {key} of" in prompt)
+        label = truth[item]
+        affected = joke_type in types[item]
         if affected and mode == "wrong-on":
             label = "bad" if label == "good" else "good"
-        content = "I would rather not say." if affected and mode == "silent-on" else json.dumps({"label": label})
-        body = completion_body(content)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        return "I would rather not say." if affected and mode == "silent-on" else json.dumps({"label": label})
+
+    return answer
 
 
 def run_to_the_end(run: JudgeRun) -> JudgeRun:
@@ -161,7 +133,9 @@ def table(report, key: str):
     return next(t for t in report.tables() if t.key == key)
 
 
-def test_the_explanation_report_recovers_the_truth_and_the_judges_error_patterns(celery_worker, researcher):
+def test_the_explanation_report_recovers_the_truth_and_the_judges_error_patterns(
+    celery_worker, researcher, scripted_model
+):
     rows, truth = simulate_labels(np.random.default_rng(SEED))
     types = {f"{r['joke_id']}:{r['source']}": r["joke_types"].split(";") for r in rows}
     study = study_from_template(owner=researcher, template="chumor-explanation", name="Synthetic explanations")
@@ -169,33 +143,22 @@ def test_the_explanation_report_recovers_the_truth_and_the_judges_error_patterns
     assert result.ok, result.errors
     assert (result.items, result.judgments) == (2 * N_JOKES, 10 * N_JOKES)
 
-    server = ScriptedJudge(truth, types)
-    server.thread.start()
-    try:
+    def scripted_judge(name: str, template: str, **mistakes):
+        answer = scripted_labels(truth, types, **mistakes)
         fast = {"timeout_seconds": 10.0, "backoff_seconds": 0.05, "max_retries": 1, "concurrency": 4}
-        direct = judge_create(
-            owner=researcher,
-            name="scripted direct",
-            base_url=server.url("wrong-on", "pun-based"),
-            model="scripted",
-            templates={"binary": "explanation-quality"},
-            **fast,
+        base_url = scripted_model(answer).url
+        return judge_create(
+            owner=researcher, name=name, base_url=base_url, model="scripted", templates={"binary": template}, **fast
         )
-        stepwise = judge_create(
-            owner=researcher,
-            name="scripted step by step",
-            base_url=server.url("silent-on", "cultural"),
-            model="scripted",
-            templates={"binary": "explanation-quality-stepwise"},
-            **fast,
-        )
-        random_judge, _ = judge_find_or_create(owner=researcher, baseline="random")
-        runs = [run_create(study=study, judge=j) for j in (direct, stepwise, random_judge)]
-        for run in runs:
-            assert run_to_the_end(run).status == "done"
-    finally:
-        server.shutdown()
-        server.server_close()
+
+    direct = scripted_judge("scripted direct", "explanation-quality", mode="wrong-on", joke_type="pun-based")
+    stepwise = scripted_judge(
+        "scripted step by step", "explanation-quality-stepwise", mode="silent-on", joke_type="cultural"
+    )
+    random_judge, _ = judge_find_or_create(owner=researcher, baseline="random")
+    runs = [run_create(study=study, judge=j) for j in (direct, stepwise, random_judge)]
+    for run in runs:
+        assert run_to_the_end(run).status == "done"
 
     report = protocol_report(study=study)
 

@@ -11,8 +11,6 @@ import hashlib
 import io
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from annotation.services.imported_judgments import ImportedJudgment, judgments_i
 from judging.models import RunStatus, Tournament
 from judging.services.judges import judge_create
 from judging.services.tournaments import human_check_create, tournament_create
-from judging.testing.fault_server import completion_body
+from judging.testing.scripted_server import prompt_text
 from ratings.protocols import protocol_report, report_json, write_report_workbook
 
 from .conftest import wait_until
@@ -53,45 +51,24 @@ def p_first_wins(first: str, second: str) -> float:
     return 1 / (1 + 10 ** ((TRUTH[second] - TRUTH[first]) / 400))
 
 
-class _TruthHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):
-        return
-
-    def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        text = "\n".join(m.get("content", "") for m in request["messages"])
-        a = AUTHOR[re.search(r"Joke A: (.*)", text).group(1).strip()]
-        b = AUTHOR[re.search(r"Joke B: (.*)", text).group(1).strip()]
-        # Seeded by the request and the judge's model name: the same question gets the same answer.
-        digest = hashlib.sha256((request.get("model", "") + text).encode()).digest()
-        draw = np.random.default_rng(int.from_bytes(digest[:8], "big")).random()
-        winner, loser = (a, b) if draw < p_first_wins(a, b) else (b, a)
-        answer = {
+def truthful_verdict(request: dict) -> str:
+    """A scripted judge: the winner is drawn from the truth, with the winner's mechanism and the loser's failure."""
+    text = prompt_text(request)
+    a = AUTHOR[re.search(r"Joke A: (.*)", text).group(1).strip()]
+    b = AUTHOR[re.search(r"Joke B: (.*)", text).group(1).strip()]
+    # Seeded by the request and the judge's model name: the same question gets the same answer.
+    digest = hashlib.sha256((request.get("model", "") + text).encode()).digest()
+    draw = np.random.default_rng(int.from_bytes(digest[:8], "big")).random()
+    winner, loser = (a, b) if draw < p_first_wins(a, b) else (b, a)
+    return json.dumps(
+        {
             "reasoning": f"The {winner} lands it.",
             "decision": "A" if winner == a else "B",
             "humor_mechanisms": [SIGNATURE[winner]],
             "delivery_features": ["timing"],
             "failure_features": [FAILURE[loser]],
         }
-        body = completion_body(json.dumps(answer), request.get("model", "truth"))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
-@pytest.fixture(scope="module")
-def truth_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TruthHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    )
 
 
 def contest_csv() -> bytes:
@@ -116,13 +93,14 @@ def simulated_votes(check, rng) -> list[ImportedJudgment]:
     return votes
 
 
-def test_the_report_recovers_the_true_ranking_and_compares_judges_and_people(celery_worker, researcher, truth_server):
+def test_the_report_recovers_the_true_ranking_and_compares_judges_and_people(celery_worker, researcher, scripted_model):
+    truth_judge = scripted_model(truthful_verdict)
     source = study_from_template(owner=researcher, template=CONTEST, name="Six contestants")
     imported = protocol_import(study=source, data=contest_csv(), filename="contest.csv")
     assert imported.ok, imported.errors
     assert imported.items == PROMPTS
 
-    settings = {"base_url": truth_server, "timeout_seconds": 5.0, "backoff_seconds": 0.05, "concurrency": 4}
+    settings = {"base_url": truth_judge.url, "timeout_seconds": 5.0, "backoff_seconds": 0.05, "concurrency": 4}
     critic = judge_create(owner=researcher, name="truth critic", model="truth-1", **settings)
     second = judge_create(owner=researcher, name="second critic", model="truth-2", **settings)
     full = len(NAMES) * (len(NAMES) - 1) // 2 * PROMPTS

@@ -9,9 +9,6 @@ real Celery worker; then the protocol report is built from the database.
 """
 
 import io
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -22,7 +19,7 @@ from annotation.protocols import protocol_import, study_from_template
 from judging.models import JudgeRun
 from judging.services.judges import ensure_baseline_judges, judge_create
 from judging.services.runs import run_create
-from judging.testing.fault_server import completion_body
+from judging.testing.scripted_server import Answer, prompt_text, reply_as_asked
 from ratings.protocols import protocol_report, report_json, write_report_workbook
 
 from .conftest import wait_until
@@ -69,42 +66,17 @@ class Truth:
         return ("\n".join(lines) + "\n").encode()
 
 
-class ScriptedJudge(ThreadingHTTPServer):
-    """An OpenAI-compatible server whose rating of a text is looked up from the truth."""
+def rating_answer(answers: dict[str, int]) -> Answer:
+    """A scripted model whose rating of a text is looked up from the truth."""
 
-    daemon_threads = True
+    def answer(request: dict) -> str:
+        prompt = prompt_text(request)
+        rating = next((r for text, r in answers.items() if text in prompt), None)
+        if rating is None:
+            return "I cannot tell."
+        return reply_as_asked(request, "rating", rating)
 
-    def __init__(self, answers: dict[str, int]):
-        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
-        self.answers = answers
-        self.requests = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _ScriptedHandler(BaseHTTPRequestHandler):
-    server: ScriptedJudge
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):
-        return
-
-    def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        prompt = " ".join(m.get("content", "") for m in request.get("messages", []))
-        rating = next((r for text, r in self.server.answers.items() if text in prompt), None)
-        self.server.requests += 1
-        fmt = request.get("response_format") or {}
-        schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema") or {}
-        content = json.dumps({"rating": rating}) if "rating" in schema.get("properties", {}) else str(rating)
-        body = completion_body(content if rating is not None else "I cannot tell.")
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    return answer
 
 
 @pytest.fixture(scope="module")
@@ -113,13 +85,8 @@ def truth():
 
 
 @pytest.fixture
-def scripted_judge(truth):
-    server = ScriptedJudge({truth.response(n): int(truth.judge[n]) for n in range(N_TEXTS)})
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def scripted_judge(truth, scripted_model):
+    return scripted_model(rating_answer({truth.response(n): int(truth.judge[n]) for n in range(N_TEXTS)}))
 
 
 def finished(run: JudgeRun) -> bool:

@@ -27,7 +27,7 @@ from annotation.services.studies import study_set_state, study_update
 from judging.models import JudgeRun, RunStatus
 from judging.services.judges import judge_create, judge_find_or_create
 from judging.services.runs import run_create
-from judging.testing.fault_server import FaultServer
+from judging.testing.fault_server import answer_for
 from ratings import stats
 from ratings.protocols import protocol_report, report_json
 
@@ -203,26 +203,25 @@ def expected_length_choice(shown: list[str], texts: dict[str, str]) -> str:
     return sorted(shown, key=lambda key: (len(texts[key]), shown.index(key)))[0]
 
 
-@pytest.fixture(scope="module")
-def model_server():
-    server = FaultServer().start()
-    yield server
-    server.stop()
+def rambling(request: dict) -> str:
+    """A scripted model whose answers are prose: nothing to parse."""
+    return "Honestly, both have their charms; it depends on the audience."
 
 
 class TestJudgesThroughTheWorker:
     def test_judge_accuracies_match_the_truth_and_missing_answers_count_as_wrong(
-        self, celery_worker, researcher, model_server
+        self, celery_worker, researcher, scripted_model
     ):
         _voting, tasks = build_tasks(researcher)
         study = tasks["same"]
         length, _ = judge_find_or_create(owner=researcher, baseline="length")
         fast = {"timeout_seconds": 2.0, "backoff_seconds": 0.05, "max_retries": 1, "concurrency": 2}
+        # fault_server's answer_for always picks the first option shown, whatever the task's schema.
         first = judge_create(
-            owner=researcher, name="first-option model", base_url=model_server.url("ok"), model="m1", **fast
+            owner=researcher, name="first-option model", base_url=scripted_model(answer_for).url, model="m1", **fast
         )
         broken = judge_create(
-            owner=researcher, name="rambling model", base_url=model_server.url("garbage"), model="m2", **fast
+            owner=researcher, name="rambling model", base_url=scripted_model(rambling).url, model="m2", **fast
         )
         runs = [run_create(study=study, judge=judge, trials=1) for judge in (length, first, broken)]
 

@@ -12,11 +12,9 @@ ahead of it, and score Task 2 exactly as a hand count from the same numbers.
 
 import csv
 import io
-import json
 import math
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import combinations
 
 import numpy as np
@@ -27,7 +25,7 @@ from annotation.protocols.semeval import GRADING
 from judging.models import RunStatus
 from judging.services.judges import judge_create, judge_find_or_create
 from judging.services.runs import run_create
-from judging.testing.fault_server import completion_body
+from judging.testing.scripted_server import Answer, prompt_text, reply_as_asked
 from ratings.protocols import protocol_report, report_json
 from tests.protocols.conftest import wait_until
 
@@ -58,58 +56,27 @@ def scripted_answers(truth: float) -> list[int]:
     return [min(3, max(0, math.floor(truth + offset))) for offset in (0.25, 0.75)]
 
 
-class ScriptedJudge(ThreadingHTTPServer):
-    """Answers each rating request from the latent grade of the headline in the prompt."""
+def grade_answers(latent: dict[str, float]) -> Answer:
+    """A scripted judge answering each rating request from the latent grade of the headline in the prompt."""
+    calls: Counter = Counter()
+    lock = threading.Lock()
 
-    daemon_threads = True
+    def answer(request: dict) -> str:
+        lines = {line.strip() for line in prompt_text(request).splitlines()}
+        (text,) = [t for t in latent if t in lines]
+        with lock:
+            call = calls[text]
+            calls[text] += 1
+        rating = scripted_answers(latent[text])[call % 2]
+        return reply_as_asked(request, "rating", rating)
 
-    def __init__(self, latent: dict[str, float]):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.latent = latent
-        self.calls: Counter = Counter()
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-    def answer(self, request: dict) -> str:
-        lines = {line.strip() for m in request.get("messages", []) for line in str(m.get("content", "")).splitlines()}
-        (text,) = [t for t in self.latent if t in lines]
-        with self.lock:
-            call = self.calls[text]
-            self.calls[text] += 1
-        rating = scripted_answers(self.latent[text])[call % 2]
-        schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
-        return json.dumps({"rating": rating}) if "rating" in schema.get("properties", {}) else str(rating)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: ScriptedJudge
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format, *args):
-        return
-
-    def do_POST(self):
-        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        body = completion_body(self.server.answer(request))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    return answer
 
 
 @pytest.fixture
-def scripted_judge():
+def scripted_judge(scripted_model):
     rows, latent = synthetic_headlines()
-    server = ScriptedJudge(latent)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server, rows, latent
-    server.shutdown()
-    server.server_close()
+    return scripted_model(grade_answers(latent)), rows, latent
 
 
 def as_csv(rows) -> bytes:
