@@ -8,9 +8,8 @@ data file has the columns ``id``, ``setup`` and ``response`` and then either
   ``id`` repeats once per rater), or
 * wide format: one column per rater, named after the rater, holding 0–3.
 
-Rater names are read the way the header is (trimmed, lower-case, spaces to
-underscores) in both shapes, so "Rater 1" in a long sheet and a "Rater 1"
-column in a wide sheet are the same rater.
+Rater names are kept as written (spaces collapsed), in both shapes, so "Rater 1"
+in a long sheet and a "Rater 1" column in a wide sheet are the same rater.
 
 A row without ratings just creates its item, so a file of texts alone sets up
 a study for raters to answer on the site.
@@ -26,7 +25,7 @@ from ..services.studies import ImportErrors, ItemSpec
 from ..task_types import get_task_type
 from ..task_types.ordinal import FUNNINESS_0_3
 from .base import ImportPlan, StudyTemplate, register_template
-from .tables import Row, Table, normalise
+from .tables import Row, Table
 
 ITEM_COLUMNS = ("id", "setup", "response")
 LONG_COLUMNS = ("rater", "rating")
@@ -103,15 +102,15 @@ def import_ratings(table: Table, study: Study) -> ImportPlan:
             continue
         for column in rater_columns:
             if raw := row.text(column):
-                _add_rating(column, raw, item_id, row.where, points, judgments, problems)
+                _add_rating(table.header(column), raw, item_id, row.where, points, judgments, problems)
     if problems:
         raise ImportErrors(problems)
     return ImportPlan(items=list(items.values()), judgments=judgments)
 
 
 def _long_rating(row: Row, item_id: str, points: list[int], out: list[ImportedJudgment], problems: list[str]) -> None:
-    # Named as a wide sheet's header would name them, so both shapes give the same rater.
-    rater, raw = normalise(row.text("rater")), row.text("rating")
+    # Spaces collapsed as in a wide sheet's header, so both shapes give the same rater.
+    rater, raw = " ".join(row.text("rater").split()), row.text("rating")
     if not rater and not raw:
         return  # a text without ratings: the item alone
     if not rater:

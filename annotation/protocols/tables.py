@@ -37,12 +37,21 @@ class Row:
 class Table:
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
+    # Each column's header as the file wrote it (a wide sheet's rater names keep their case).
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def header(self, column: str) -> str:
+        return self.headers.get(column, column)
 
     def require(self, *names: str) -> None:
         missing = [n for n in names if n not in self.columns]
         if missing:
             found = ", ".join(self.columns) or "none"
             raise FileProblem(f"The file needs the column(s) {', '.join(missing)}; its columns are: {found}.")
+
+
+def _written(name: Any) -> str:
+    return " ".join(cell_text(name).split())
 
 
 def normalise(name: Any) -> str:
@@ -60,7 +69,7 @@ def _from_cells(numbered: Iterator[tuple[int, list]]) -> Table:
     duplicates = sorted({c for c in named if named.count(c) > 1})
     if duplicates:
         raise FileProblem(f"The header names these columns twice: {', '.join(duplicates)}.")
-    table = Table(columns=named)
+    table = Table(columns=named, headers={normalise(c): _written(c) for c in header if normalise(c)})
     for number, cells in numbered:
         if not any(c is not None and cell_text(c).strip() for c in cells):
             continue
@@ -95,6 +104,7 @@ def _jsonl(data: bytes) -> Table:
     text = decode_utf8(data)
     rows: list[Row] = []
     columns: list[str] = []
+    headers: dict[str, str] = {}
     problems: list[str] = []
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
@@ -108,13 +118,15 @@ def _jsonl(data: bytes) -> Table:
             problems.append(f"Line {number}: each line must be one JSON object.")
             continue
         cells = {normalise(k): v for k, v in obj.items()}
+        for key in obj:
+            headers.setdefault(normalise(key), _written(key))
         columns.extend(c for c in cells if c not in columns)
         rows.append(Row(where=f"Line {number}", cells=cells))
     if problems:
         raise FileProblem(problems)
     if not rows:
         raise FileProblem("The file holds no rows.")
-    return Table(columns=columns, rows=rows)
+    return Table(columns=columns, rows=rows, headers=headers)
 
 
 def read_table(data: bytes, *, filename: str) -> Table:

@@ -180,7 +180,7 @@ class TestDemoContent:
         assert len(per_item) == study.items.count() == 12
         assert set(per_item.values()) == {7}
         report = report_json(protocol_report(study=study))
-        assert report["summary"]["Selected raters"] == "ada, bea, cal"
+        assert report["summary"]["Selected raters"] == "Ada, Bea, Cal"
         assert len(report["tables"]["dataset-a"]["rows"]) == 12
 
     def test_oogiri_has_a_vote_study_and_a_binary_study_with_attention_checks(self):

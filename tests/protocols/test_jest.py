@@ -73,7 +73,7 @@ class TestLongImport:
             "The weather app said forty percent chance of rain.",
             "So I took forty percent of an umbrella.",
         )
-        assert ratings_of(jest_study) == {("ana", "t1"): 3, ("ben", "t1"): 2, ("ana", "t2"): 1, ("ben", "t2"): 1}
+        assert ratings_of(jest_study) == {("Ana", "t1"): 3, ("Ben", "t1"): 2, ("Ana", "t2"): 1, ("Ben", "t2"): 1}
         assert set(Rater.objects.filter(judgments__study=jest_study).values_list("kind", flat=True)) == {"expert"}
 
     def test_a_sheet_of_texts_alone_only_adds_items(self, jest_study):
@@ -91,12 +91,12 @@ t4,Setup four.,Response four.,Ana,two
 """
         result = imported(jest_study, data)
         assert result.errors == [
-            "Row 2: ana's rating '4' is not one of 0, 1, 2, 3.",
+            "Row 2: Ana's rating '4' is not one of 0, 1, 2, 3.",
             "Row 3: the rating '2' has no rater.",
             "Row 4: setup is empty.",
-            "Row 5: ben has no rating.",
+            "Row 5: Ben has no rating.",
             "Row 6: the id 't1' has a different setup or response than in Row 2.",
-            "Row 7: ana's rating 'two' is not one of 0, 1, 2, 3.",
+            "Row 7: Ana's rating 'two' is not one of 0, 1, 2, 3.",
         ]
         assert not Item.objects.filter(study=jest_study).exists()
         assert not Judgment.objects.filter(study=jest_study).exists()
@@ -104,13 +104,13 @@ t4,Setup four.,Response four.,Ana,two
     def test_a_rater_rating_the_same_text_twice_is_a_row_error(self, jest_study):
         data = b"id,setup,response,rater,rating\nt1,S.,R.,Ana,1\nt1,S.,R.,Ana,2\n"
         result = imported(jest_study, data)
-        assert len(result.errors) == 1 and result.errors[0].startswith("Row 3: 'ana' already judged 't1'")
+        assert len(result.errors) == 1 and result.errors[0].startswith("Row 3: 'Ana' already judged 't1'")
         assert not Item.objects.filter(study=jest_study).exists()
 
     def test_a_rater_is_the_same_whether_named_in_a_long_or_a_wide_sheet(self, jest_study):
         assert imported(jest_study, b"id,setup,response,Rater 1\nt1,S.,R.,2\n").ok
         assert imported(jest_study, b"id,setup,response,rater,rating\nt2,S2.,R2.,Rater 1,3\n").ok
-        assert ratings_of(jest_study) == {("rater_1", "t1"): 2, ("rater_1", "t2"): 3}
+        assert ratings_of(jest_study) == {("Rater 1", "t1"): 2, ("Rater 1", "t2"): 3}
 
     def test_a_file_without_the_text_columns_is_refused_whole(self, jest_study):
         result = imported(jest_study, b"id,joke,rater,rating\nt1,Ha.,Ana,2\n")
@@ -128,8 +128,8 @@ class TestWideImport:
         result = imported(jest_study, WIDE)
         assert (result.ok, result.items, result.judgments) == (True, 4, 8)
         ratings = ratings_of(jest_study)
-        assert ratings[("cleo", "t2")] == 0
-        assert ("ben", "t3") not in ratings
+        assert ratings[("Cleo", "t2")] == 0
+        assert ("Ben", "t3") not in ratings
         assert not any(item == "t4" for _, item in ratings)
 
     def test_an_excel_sheet_reads_the_same(self, jest_study):
@@ -141,16 +141,16 @@ class TestWideImport:
         book.save(buffer)
         result = imported(jest_study, buffer.getvalue(), "panel.xlsx")
         assert (result.ok, result.judgments) == (True, 2)
-        assert ratings_of(jest_study) == {("r1", "x1"): 3, ("r2", "x1"): 2}
+        assert ratings_of(jest_study) == {("R1", "x1"): 3, ("R2", "x1"): 2}
 
     def test_every_bad_cell_and_repeated_id_is_named(self, jest_study):
         data = b"id,setup,response,Ana,Ben\nt1,S.,R.,3,9\nt1,S.,R.,1,1\nt2,S.,R.,1.5,x\n"
         result = imported(jest_study, data)
         assert result.errors == [
-            "Row 2: ben's rating '9' is not one of 0, 1, 2, 3.",
+            "Row 2: Ben's rating '9' is not one of 0, 1, 2, 3.",
             "Row 3: the id 't1' is used again (Row 2).",
-            "Row 4: ana's rating '1.5' is not one of 0, 1, 2, 3.",
-            "Row 4: ben's rating 'x' is not one of 0, 1, 2, 3.",
+            "Row 4: Ana's rating '1.5' is not one of 0, 1, 2, 3.",
+            "Row 4: Ben's rating 'x' is not one of 0, 1, 2, 3.",
         ]
         assert not Item.objects.filter(study=jest_study).exists()
 
@@ -183,8 +183,8 @@ class TestReport:
         assert set(agreement) >= {"ICC(2,k)", "Krippendorff's α (ordinal)", "Mean pairwise Spearman ρ"}
         selected = [row[0] for row in data["tables"]["balance"]["rows"] if row[-1] == "yes"]
         # D and E squeeze the scale into 0-2; A, B and C use all four points.
-        assert selected == ["a", "b", "c"]
-        assert data["summary"]["Selected raters"] == "a, b, c"
+        assert selected == ["A", "B", "C"]
+        assert data["summary"]["Selected raters"] == "A, B, C"
 
     def test_dataset_a_lists_texts_by_descending_consensus(self, jest_study):
         assert imported(jest_study, PANEL).ok
@@ -211,11 +211,11 @@ class TestReport:
         assert imported(jest_study, PANEL).ok
         data = report_json(protocol_report(study=jest_study))
         raw = data["tables"]["dataset-b"]
-        assert raw["columns"] == ["Id", "Setup", "Response", "a", "b", "c", "d", "e"]
+        assert raw["columns"] == ["Id", "Setup", "Response", "A", "B", "C", "D", "E"]
         assert raw["rows"][0] == ["p1", "S1.", "R1.", 0, 0, 1, 0, 1]
         stats = {row[0]: row for row in data["tables"]["dataset-b-stats"]["rows"]}
-        assert stats["d"][1:3] == [8, 0.5]
-        assert stats["d"][5:] == [4, 4, 0, 0]
+        assert stats["D"][1:3] == [8, 0.5]
+        assert stats["D"][5:] == [4, 4, 0, 0]
 
     def test_it_draws_the_heatmap_and_the_distributions(self, jest_study):
         assert imported(jest_study, PANEL).ok
@@ -247,7 +247,7 @@ class TestReport:
         book = load_workbook(io.BytesIO(buffer.getvalue()))
         assert {"Summary", "Dataset A — texts by consensus", "Dataset B — raw ratings"} <= set(book.sheetnames)
         sheet = book["Dataset B — raw ratings"]
-        assert [c.value for c in sheet[1]][:4] == ["Id", "Setup", "Response", "a"]
+        assert [c.value for c in sheet[1]][:4] == ["Id", "Setup", "Response", "A"]
 
 
 class TestReportPage:
