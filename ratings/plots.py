@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Figures of the alignment report, drawn on the server with matplotlib's Agg backend.
+"""Figures of the alignment and protocol reports, drawn on the server with matplotlib's Agg backend.
 
 Every function takes plain lists (the arrays stored with a report) and returns
-a :class:`Plot` holding PNG bytes and SVG text of the same figure. Figures
+a :class:`Plot` holding PNG bytes and SVG text of the same figure; with no data
+it returns a one-line figure saying so. The general charts (:func:`bar_chart`,
+:func:`scatter`, :func:`line_chart`, :func:`histogram`, :func:`heatmap`) serve the
+protocol reports; the named figures below them, the alignment report. Figures
 are built with ``matplotlib.figure.Figure`` directly, never ``pyplot``, so no
 global state is shared between requests or threads.
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import matplotlib
@@ -25,10 +28,12 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 from matplotlib import rc_context  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 MAX_LABEL = 40
+NO_DATA = "No data yet."
 RC = {"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10, "figure.dpi": 100}
 PALETTE = ["#2753c9", "#c0392b", "#1d7a3a", "#9a5b00", "#6b3fa0", "#0f7c8c", "#a0306b", "#555566"]
 
@@ -39,10 +44,14 @@ class Plot:
     svg: str
 
 
-def _text(value: object) -> str:
-    """A label safe for matplotlib: no mathtext, at most MAX_LABEL characters."""
-    text = str(value).replace("\n", " ").replace("$", r"\$")
-    return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
+def _short(value: object, limit: int | None = MAX_LABEL) -> str:
+    text = str(value).replace("\n", " ")
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text(value: object, limit: int | None = MAX_LABEL) -> str:
+    """A label safe for matplotlib: no mathtext, at most ``limit`` characters (None for titles)."""
+    return _short(value, limit).replace("$", r"\$")
 
 
 def _render(fig: Figure) -> Plot:
@@ -64,55 +73,177 @@ def _empty(message: str) -> Plot:
         fig = _figure(5, 1.2)
         ax = fig.add_subplot()
         ax.axis("off")
-        ax.text(0.5, 0.5, _text(message), ha="center", va="center")
+        ax.text(0.5, 0.5, _text(message, None), ha="center", va="center")
         return _render(fig)
 
 
+def _label(ax: Axes, *, title: str, xlabel: str = "", ylabel: str = "") -> None:
+    ax.set_title(_text(title, None))
+    ax.set_xlabel(_text(xlabel, None))
+    ax.set_ylabel(_text(ylabel, None))
+
+
 def _matrix(values: Sequence[Sequence[float | None]]) -> np.ndarray:
-    return np.array([[np.nan if v is None else float(v) for v in row] for row in values], dtype=float).reshape(
-        len(values), -1
-    )
+    if not len(values):
+        return np.empty((0, 0))
+    rows = [[np.nan if v is None else float(v) for v in row] for row in values]
+    return np.array(rows, dtype=float).reshape(len(values), -1)
 
 
-def _heatmap(
-    values: np.ndarray,
-    rows: Sequence[str],
-    columns: Sequence[str],
+# -- general charts, for the protocol reports ---------------------------------------------------
+
+
+def bar_chart(
+    labels: Sequence[str],
+    values: Sequence[float],
     *,
     title: str,
-    vmin: float,
-    vmax: float,
-    cmap: str,
-    fmt: str,
+    xlabel: str,
+    reference: float | None = None,
+    value_format: str = "",
+    limits: tuple[float, float] | None = None,
+    empty: str = NO_DATA,
+) -> Plot:
+    """Horizontal bars, the first label on top; ``reference`` draws a dotted line across them (a
+    filter, chance, zero) and ``value_format`` writes each value beside its bar."""
+    if not labels:
+        return _empty(empty)
+    with rc_context(RC):
+        fig = _figure(6.0, max(2.2, 0.8 + 0.35 * len(labels)))
+        ax = fig.add_subplot()
+        positions = range(len(labels))
+        ax.barh(positions, values, color=PALETTE[0])
+        ax.set_yticks(positions, [_text(label) for label in labels])
+        ax.invert_yaxis()
+        if reference is not None:
+            ax.axvline(reference, color="#999", linewidth=0.8, linestyle=":")
+        if value_format:
+            for y, value in enumerate(values):
+                ax.text(value, y, f" {value:{value_format}}", va="center")
+        if limits:
+            ax.set_xlim(*limits)
+        _label(ax, title=title, xlabel=xlabel)
+        return _render(fig)
+
+
+def scatter(
+    series: Sequence[tuple[str, Sequence[float], Sequence[float]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    diagonal: str = "",
+    reference: float | None = None,
+    reference_label: str = "",
+    limits: tuple[float, float] | None = None,
+    empty: str = NO_DATA,
+) -> Plot:
+    """One colour per series ``(name, xs, ys)``. ``diagonal`` names a dotted y = x line,
+    ``reference`` is the height of a dashed horizontal one; ``limits`` apply to both axes."""
+    if not series:
+        return _empty(empty)
+    with rc_context(RC):
+        fig = _figure(5.5, 4.5)
+        ax = fig.add_subplot()
+        if diagonal:
+            ax.axline((0, 0), slope=1, color="#999", linewidth=0.8, linestyle=":", label=_text(diagonal))
+        if reference is not None:
+            ax.axhline(reference, color="#555", linewidth=0.8, linestyle="--", label=_text(reference_label))
+        for k, (name, xs, ys) in enumerate(series):
+            ax.scatter(xs, ys, s=14, alpha=0.7, color=PALETTE[k % len(PALETTE)], label=_text(name))
+        if limits:
+            ax.set_xlim(*limits)
+            ax.set_ylim(*limits)
+        _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.legend(loc="upper left", fontsize=7)
+        return _render(fig)
+
+
+def line_chart(
+    categories: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    dashed: Collection[str] = (),
+    empty: str = NO_DATA,
+) -> Plot:
+    """One line per series ``(name, values)`` over ordered categories (None: no point); the series
+    named in ``dashed`` are drawn dashed (a baseline)."""
+    if not categories or not series:
+        return _empty(empty)
+    with rc_context(RC):
+        fig = _figure(6, 3.2)
+        ax = fig.add_subplot()
+        positions = range(len(categories))
+        for k, (name, values) in enumerate(series):
+            ys = [np.nan if v is None else float(v) for v in values]
+            style = "--" if name in dashed else "-"
+            ax.plot(positions, ys, style, marker="o", color=PALETTE[k % len(PALETTE)], label=_text(name))
+        ax.set_xticks(positions, [_text(c) for c in categories], rotation=60, ha="right", fontsize=7)
+        _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.legend(fontsize=7)
+        return _render(fig)
+
+
+def histogram(
+    values: Sequence[float], *, bins: Sequence[float], title: str, xlabel: str, ylabel: str, empty: str = NO_DATA
+) -> Plot:
+    """How many values fall in each bin (``bins`` are the edges)."""
+    if not len(values):
+        return _empty(empty)
+    with rc_context(RC):
+        fig = _figure(5.5, 3)
+        ax = fig.add_subplot()
+        ax.hist(
+            np.asarray(values, dtype=float), bins=np.asarray(bins, dtype=float), color=PALETTE[0], edgecolor="white"
+        )
+        _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
+        return _render(fig)
+
+
+def heatmap(
+    rows: Sequence[str],
+    columns: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    *,
+    title: str,
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    fmt: str = ".2f",
+    cmap: str = "viridis",
     xlabel: str = "",
     ylabel: str = "",
     colorbar: str = "",
+    empty: str = NO_DATA,
 ) -> Plot:
+    """Rows × columns, each cell coloured and written in ``fmt``; None is an empty cell (a dash)."""
+    matrix = _matrix(values)
+    if not rows or not columns or not matrix.size:
+        return _empty(empty)
     with rc_context(RC):
         width = max(4.0, 1.2 + 0.55 * len(columns))
         height = max(2.5, 1.0 + 0.4 * len(rows))
         fig = _figure(width, height)
         ax = fig.add_subplot()
-        masked = np.ma.masked_invalid(values)
-        image = ax.imshow(masked, vmin=vmin, vmax=vmax, cmap=cmap, aspect="auto")
+        image = ax.imshow(np.ma.masked_invalid(matrix), vmin=vmin, vmax=vmax, cmap=cmap, aspect="auto")
         ax.set_xticks(range(len(columns)), [_text(c) for c in columns], rotation=45, ha="right")
         ax.set_yticks(range(len(rows)), [_text(r) for r in rows])
-        ax.set_title(_text(title) if len(title) <= MAX_LABEL else title.replace("$", r"\$"))
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        if values.size <= 400:
+        _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
+        if matrix.size <= 400:
             mid = (vmin + vmax) / 2
-            for (i, j), v in np.ndenumerate(values):
+            for (i, j), v in np.ndenumerate(matrix):
                 label = "—" if math.isnan(v) else format(v, fmt)
                 colour = "white" if not math.isnan(v) and (v > mid if cmap != "RdBu" else abs(v) > 0.6) else "black"
                 ax.text(j, i, label, ha="center", va="center", fontsize=8, color=colour)
         bar = fig.colorbar(image, ax=ax, shrink=0.8)
         if colorbar:
-            bar.set_label(colorbar)
+            bar.set_label(_text(colorbar, None))
         return _render(fig)
 
 
-# -- the figures ------------------------------------------------------------------------------
+# -- the alignment report's figures ---------------------------------------------------------
 
 
 def leaderboard(series: Sequence[dict]) -> Plot:
@@ -154,20 +285,15 @@ def leaderboard(series: Sequence[dict]) -> Plot:
 
 def win_rate_heatmap(names: Sequence[str], rates: Sequence[Sequence[float | None]], *, title: str) -> Plot:
     """Cell (i, j): share of the i-vs-j games that i won (ties count half)."""
-    if not names:
-        return _empty("No pairwise judgments.")
-    return _heatmap(
-        _matrix(rates),
+    return heatmap(
         names,
         names,
+        rates,
         title=title,
-        vmin=0.0,
-        vmax=1.0,
-        cmap="viridis",
-        fmt=".2f",
         xlabel="opponent",
         ylabel="contestant",
         colorbar="win rate",
+        empty="No pairwise judgments.",
     )
 
 
@@ -205,18 +331,15 @@ def rating_distributions(
 
 def spearman_heatmap(raters: Sequence[str], rho: Sequence[Sequence[float | None]]) -> Plot:
     """Rater × rater Spearman correlation (pairwise-complete items)."""
-    if not raters:
-        return _empty("No ratings.")
-    return _heatmap(
-        _matrix(rho),
+    return heatmap(
         raters,
         raters,
+        rho,
         title="Spearman ρ between raters",
         vmin=-1.0,
-        vmax=1.0,
         cmap="RdBu",
-        fmt=".2f",
         colorbar="ρ",
+        empty="No ratings.",
     )
 
 
@@ -225,17 +348,15 @@ def confusion_matrix(table: Sequence[Sequence[int]], labels: Sequence[str], *, j
     values = _matrix(table)
     if values.size == 0:
         return _empty("No items to compare.")
-    top = max(float(np.nanmax(values)), 1.0)
-    return _heatmap(
-        values,
+    return heatmap(
         list(labels),
         [*labels, "missing"],
-        title=f"{_text(reference)} vs {_text(judge)}",
-        vmin=0.0,
-        vmax=top,
+        values,
+        title=f"{_short(reference)} vs {_short(judge)}",
+        vmax=max(float(np.nanmax(values)), 1.0),
         cmap="Blues",
         fmt=".0f",
-        xlabel=f"judge: {_text(judge)}",
+        xlabel=f"judge: {_short(judge)}",
         ylabel="human consensus",
         colorbar="items",
     )
@@ -245,16 +366,12 @@ def feature_heatmap(
     contestants: Sequence[str], features: Sequence[str], shares: Sequence[Sequence[float | None]], *, judge: str
 ) -> Plot:
     """Share of each contestant's wins (``win:``) or losses (``loss:``) carrying each feature."""
-    if not contestants or not features:
-        return _empty("No feature lists in the judge's verdicts.")
-    return _heatmap(
-        _matrix(shares),
+    return heatmap(
         contestants,
         features,
-        title=f"Features in {_text(judge)}'s verdicts",
-        vmin=0.0,
-        vmax=1.0,
+        shares,
+        title=f"Features in {_short(judge)}'s verdicts",
         cmap="magma_r",
-        fmt=".2f",
         colorbar="share of wins / losses",
+        empty="No feature lists in the judge's verdicts.",
     )

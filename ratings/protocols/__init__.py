@@ -1,6 +1,6 @@
 """Paper-style reports for the studies made from the protocol templates (see annotation.protocols)."""
 
-from . import chumor, humorrank, jest, oogiri, semeval  # noqa: F401 - registration
+from . import chumor, chumor_preference, humorrank, jest, oogiri, oogiri_benchmark, semeval  # noqa: F401 - registration
 from .base import (
     BUILDERS,
     Figure,

@@ -99,6 +99,14 @@ def protocol_report(*, study: Study) -> ProtocolReport:
     return builder(study)
 
 
+def rounded(value: Any, digits: int = 3) -> float | None:
+    """A number for a table cell: rounded, and None for a missing or undefined (NaN, inf) value."""
+    if value is None:
+        return None
+    value = float(value)
+    return round(value, digits) if math.isfinite(value) else None
+
+
 def _plain(value: Any) -> Any:
     """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists."""
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):

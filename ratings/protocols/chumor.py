@@ -1,57 +1,36 @@
-"""The Chumor 2.0 reports (PROTOCOLS.md §4): explanation labels and explanation preference.
+"""The Chumor 2.0 explanation-label report (PROTOCOLS.md §4).
 
-*Explanation classification.* The gold label of an item is the majority of
-its human annotators (attention-check failures excluded). Every judge — LLM or
-baseline — is scored against it with accuracy, MCC, FPR and FNR, overall, by
-explanation source and by joke type (an item with two joke types counts in
-both groups). A judge's missing, failed or unparseable answer counts as wrong.
-The figures come from the alignment computation (``ratings.alignment``), which
-already scores binary judges this way.
-
-*Explanation preference.* Each vote names the human explanation, the LLM one,
-or a tie. The per-joke majority is "undecided" when no answer has a strict
-majority (three annotators who all differ); win rates are shares of jokes.
-Raw percentage agreement is the mean share of agreeing annotator pairs.
+The gold label of an item is the majority of its human annotators
+(attention-check failures excluded). Every judge — LLM or baseline — is scored
+against it with accuracy, MCC, FPR and FNR, overall, by explanation source and
+by joke type (an item with two joke types counts in both groups). A judge's
+missing, failed or unparseable answer counts as wrong. The figures come from
+the alignment computation (``ratings.alignment``), which already scores binary
+judges this way. The explanation-preference report is in
+:mod:`.chumor_preference`.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from typing import Any
 
 import numpy as np
 from django.db.models.fields.json import KT
 
-from annotation.models import Candidate, Item, Judgment, Study
+from annotation.models import Item, Judgment, Study
 
+from .. import plots
 from ..alignment import AlignmentParams, AlignmentUnavailable, compute_alignment
-from ..plots import Plot, _empty, _figure, _heatmap, _render, confusion_matrix
-from ..selectors import JUDGE_KINDS, NoNumericCoding, study_rating_matrix
-from ..stats import (
-    binary_scores,
-    fleiss_kappa_from_matrix,
-    krippendorff_alpha,
-    majority_vote,
-    percentage_agreement,
-)
-from .base import Figure, ProtocolReport, Section, Table, register_report
+from ..selectors import study_rating_matrix
+from ..stats import binary_scores, krippendorff_alpha, majority_vote, percentage_agreement
+from .base import Figure, ProtocolReport, Section, Table, register_report, rounded
 
 EXPLANATION = "chumor-explanation"
-PREFERENCE = "chumor-preference"
-HUMAN, LLM, TIE, UNDECIDED = "human", "llm", "tie", "undecided"
 SCORE_COLUMNS = ["accuracy", "MCC", "FPR", "FNR"]
 MISSING_IS_WRONG = (
     "A judge's missing answer (not judged, failed or unparseable) counts as wrong: it lowers accuracy, "
     "and in MCC, FPR and FNR it counts on the wrong side of the gold label."
 )
-
-
-def _r(value: Any, digits: int = 3) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return round(value, digits) if math.isfinite(value) else None
 
 
 def _prompt_names(study: Study, judge_ids: list[int]) -> dict[int, str]:
@@ -77,11 +56,13 @@ def _prompt_style(name: str, kind: str) -> str:
     return "step by step" if "step" in name else "direct"
 
 
-# -- explanation classification ----------------------------------------------------------------------------
-
-
 def _score_row(scores: dict[str, Any]) -> list[Any]:
-    return [_r(scores.get("accuracy")), _r(scores.get("mcc")), _r(scores.get("fpr")), _r(scores.get("fnr"))]
+    return [
+        rounded(scores.get("accuracy")),
+        rounded(scores.get("mcc")),
+        rounded(scores.get("fpr")),
+        rounded(scores.get("fnr")),
+    ]
 
 
 def _human_rows(matrix: np.ndarray, labels: list[str]) -> list[list[Any]]:
@@ -97,7 +78,7 @@ def _human_rows(matrix: np.ndarray, labels: list[str]) -> list[list[Any]]:
         if keep.sum() == 0:
             continue
         s = binary_scores(gold[keep], mine[keep], positive=1.0, negative=0.0)
-        rows.append([label, int(keep.sum()), _r(s.accuracy), _r(s.mcc), _r(s.fpr), _r(s.fnr)])
+        rows.append([label, int(keep.sum()), rounded(s.accuracy), rounded(s.mcc), rounded(s.fpr), rounded(s.fnr)])
     return rows
 
 
@@ -124,27 +105,21 @@ def _group_table(key: str, title: str, by: str, result: dict[str, Any] | None, j
     return table
 
 
-def _score_heatmap(table: Table, by: str) -> Plot:
+def _score_heatmap(table: Table, by: str) -> plots.Plot:
     judges = list(dict.fromkeys(r[0] for r in table.rows))
     groups = sorted({r[1] for r in table.rows})
-    if not judges or not groups:
-        return _empty("No judge answers to break down.")
-    values = np.full((len(judges), len(groups)), np.nan)
+    values: list[list[float | None]] = [[None] * len(groups) for _ in judges]
     for row in table.rows:
-        if row[4] is not None:
-            values[judges.index(row[0]), groups.index(row[1])] = row[4]
-    return _heatmap(
-        values,
+        values[judges.index(row[0])][groups.index(row[1])] = row[4]
+    return plots.heatmap(
         judges,
         groups,
+        values,
         title=f"Accuracy vs the majority label, by {by}",
-        vmin=0.0,
-        vmax=1.0,
-        cmap="viridis",
-        fmt=".2f",
         xlabel=by,
         ylabel="judge",
         colorbar="accuracy",
+        empty="No judge answers to break down.",
     )
 
 
@@ -162,13 +137,13 @@ def explanation_report(study: Study) -> ProtocolReport:
         ("Items (joke + explanation)", n_items),
         ("Human annotators", len(matrix.raters)),
         ("Items with a majority label", int(decided.sum())),
-        ("Share labelled good by the majority", _r(np.mean(majority[decided])) if decided.any() else None),
+        ("Share labelled good by the majority", rounded(np.mean(majority[decided])) if decided.any() else None),
     ]
     if values.size and values.shape[1] >= 2:
         report.summary.append(
-            ("Krippendorff's α (nominal), annotators", _r(krippendorff_alpha(values, level="nominal")))
+            ("Krippendorff's α (nominal), annotators", rounded(krippendorff_alpha(values, level="nominal")))
         )
-        report.summary.append(("Percentage agreement, annotators", _r(percentage_agreement(values).value)))
+        report.summary.append(("Percentage agreement, annotators", rounded(percentage_agreement(values).value)))
     quota = study.quota_per_item
     if not matrix.raters:
         report.notes.append("No human labels yet: there is no majority label to score judges against.")
@@ -214,7 +189,7 @@ def explanation_report(study: Study) -> ProtocolReport:
             by_source.setdefault(str((metadata.get(pk) or {}).get("source", "(not set)")), []).append(majority[i])
     for source, labels in sorted(by_source.items()):
         good = int(sum(labels))
-        source_table.rows.append([source, len(labels), good, len(labels) - good, _r(good / len(labels))])
+        source_table.rows.append([source, len(labels), good, len(labels) - good, rounded(good / len(labels))])
     humans = Table(
         key="annotators_vs_majority",
         title="Annotators vs others' majority",
@@ -287,7 +262,7 @@ def _judge_sections(study: Study, report: ProtocolReport) -> None:
                 Figure(
                     key=f"confusion-{judge['id']}",
                     title=f"Majority label vs {judge['label']}",
-                    plot=confusion_matrix(confusion, ["bad", "good"], judge=judge["label"], reference="majority"),
+                    plot=plots.confusion_matrix(confusion, ["bad", "good"], judge=judge["label"], reference="majority"),
                 )
             )
     by_source = _group_table("judges_by_source", "Judges by explanation source", "source", results["source"], judges)
@@ -311,157 +286,3 @@ def _judge_sections(study: Study, report: ProtocolReport) -> None:
             ],
         )
     )
-
-
-# -- explanation preference ---------------------------------------------------------------------------------
-
-
-def _outcomes(study: Study, item_ids: list[int], values: np.ndarray) -> np.ndarray:
-    """Coded votes (1 first candidate, 0 second, 0.5 tie) as 'human' / 'llm' / 'tie' per cell ('' = no vote)."""
-    sources: dict[int, list[str]] = {}
-    rows = (
-        Candidate.objects.filter(item_id__in=item_ids)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "provenance")
-    )
-    for item_id, key, provenance in rows:
-        source = provenance.get("source") if isinstance(provenance, dict) else None
-        sources.setdefault(item_id, []).append(str(source or key))
-    out = np.full(values.shape, "", dtype=object)
-    for i, pk in enumerate(item_ids):
-        first, second = (sources.get(pk, []) + ["first", "second"])[:2]
-        for j, v in enumerate(values[i]):
-            if not math.isnan(v):
-                out[i, j] = TIE if v == 0.5 else (first if v == 1.0 else second)
-    return out
-
-
-def _win_plot(rows: list[list[Any]]) -> Plot:
-    if not rows or not any(r[1] for r in rows):
-        return _empty("No per-joke majority yet.")
-    fig = _figure(5, 2.8)
-    ax = fig.add_subplot()
-    names = [r[0] for r in rows]
-    shares = [r[2] or 0.0 for r in rows]
-    ax.bar(names, shares, color=["#2753c9", "#c0392b", "#1d7a3a", "#555566"][: len(names)])
-    for x, share in enumerate(shares):
-        ax.text(x, share + 0.01, f"{share:.0%}", ha="center", va="bottom")
-    ax.set_ylim(0, 1.1)
-    ax.set_ylabel("share of jokes")
-    ax.set_title("Per-joke majority: which explanation wins")
-    return _render(fig)
-
-
-def _win_rates(outcomes: list[str], order: list[str]) -> list[list[Any]]:
-    counts = Counter(outcomes)
-    total = len(outcomes)
-    return [[name, counts[name], _r(counts[name] / total) if total else None] for name in order]
-
-
-@register_report(PREFERENCE)
-def preference_report(study: Study) -> ProtocolReport:
-    report = ProtocolReport(study=study, title=f"Chumor 2.0 explanation preference — {study.name}")
-    try:
-        matrix = study_rating_matrix(study=study, group="passers")
-    except NoNumericCoding as exc:
-        report.notes.append(str(exc))
-        return report
-    report.notes.extend(matrix.warnings)
-    values = matrix.values
-    n_items = study.items.filter(is_attention_check=False).count()
-    votes = _outcomes(study, matrix.item_ids, values)
-    majority = majority_vote(values, categories=[0.0, 0.5, 1.0], tie="undecided") if values.size else np.array([])
-    per_joke = Table(
-        key="per_joke_majority",
-        title="Votes and majority per joke",
-        columns=["joke", "votes", "human", "llm", "tie", "majority"],
-    )
-    outcome_names: list[str] = []
-    for i, label in enumerate(matrix.item_labels):
-        row = [v for v in votes[i] if v]
-        counts = Counter(row)
-        outcome = UNDECIDED if math.isnan(majority[i]) else counts.most_common(1)[0][0]
-        outcome_names.append(outcome)
-        per_joke.rows.append([label, len(row), counts[HUMAN], counts[LLM], counts[TIE], outcome])
-    order = [HUMAN, LLM, TIE, UNDECIDED]
-    wins = Table(
-        key="win_rates",
-        title="Win rates over jokes",
-        columns=["outcome", "jokes", "share"],
-        rows=_win_rates(outcome_names, order),
-        note="Undecided: no answer has a majority (e.g. the three annotators all chose differently).",
-    )
-    agreement = Table(key="agreement", title="Agreement among annotators", columns=["measure", "value", "items"])
-    if values.size and values.shape[1] >= 2:
-        pa = percentage_agreement(values)
-        agreement.rows.append(["raw percentage agreement", _r(pa.value), pa.n_items])
-        agreement.rows.append(
-            ["Krippendorff's α (nominal)", _r(krippendorff_alpha(values, level="nominal")), len(matrix.item_ids)]
-        )
-        answered = (~np.isnan(values)).sum(axis=1)
-        if answered.size and np.all(answered == answered[0]) and answered[0] >= 2:
-            agreement.rows.append(
-                ["Fleiss' κ", _r(fleiss_kappa_from_matrix(values, [0.0, 0.5, 1.0])), len(matrix.item_ids)]
-            )
-        else:
-            report.notes.append("Fleiss' κ is left out: the jokes do not all have the same number of votes.")
-    rates = {r[0]: r[2] for r in wins.rows}
-    report.summary = [
-        ("Jokes", n_items),
-        ("Annotators", len(matrix.raters)),
-        ("Votes", matrix.n_judgments),
-        ("Human explanation wins", rates.get(HUMAN)),
-        ("LLM explanation wins", rates.get(LLM)),
-        ("Tie", rates.get(TIE)),
-        ("Undecided", rates.get(UNDECIDED)),
-        ("Raw percentage agreement", agreement.rows[0][1] if agreement.rows else None),
-    ]
-    if not matrix.raters:
-        report.notes.append("No human votes yet: win rates and agreement need the annotators' choices.")
-    elif (short := int(np.sum((~np.isnan(values)).sum(axis=1) < study.quota_per_item))) > 0:
-        report.notes.append(f"{short} joke(s) have fewer than {study.quota_per_item} votes.")
-    if n_items > len(matrix.item_ids):
-        report.notes.append(f"{n_items - len(matrix.item_ids)} joke(s) have no vote yet and are left out.")
-    report.sections.append(
-        Section(
-            title="Which explanation is better",
-            text="Each joke's outcome is its annotators' majority: the human explanation, the LLM one, a tie "
-            "(equally good), or undecided.",
-            tables=[wins, agreement, per_joke],
-            figures=[Figure("win-rates", "Win rates", _win_plot(wins.rows))],
-        )
-    )
-    _preference_judges(study, report, matrix.item_ids, outcome_names)
-    return report
-
-
-def _preference_judges(study: Study, report: ProtocolReport, item_ids: list[int], human: list[str]) -> None:
-    """Each judge's choices as win rates, and how often they match the human per-joke majority."""
-    if not Judgment.objects.filter(study=study, rater__kind__in=JUDGE_KINDS).exists():
-        return
-    data = study_rating_matrix(study=study, group="judges")
-    votes = _outcomes(study, data.item_ids, data.values)
-    majority_of = dict(zip(item_ids, human, strict=True))
-    table = Table(
-        key="judges_preference",
-        title="Judges vs human majority",
-        columns=["judge", "answers", "human", "llm", "tie", "agreement with majority", "jokes compared"],
-        note="Agreement counts the jokes with a decided human majority; a missing answer counts as a disagreement.",
-    )
-    for c, rater in enumerate(data.raters):
-        column = {pk: votes[r, c] for r, pk in enumerate(data.item_ids)}
-        counts = Counter(v for v in column.values() if v)
-        decided = [pk for pk in item_ids if majority_of[pk] != UNDECIDED]
-        agree = sum(1 for pk in decided if column.get(pk, "") == majority_of[pk])
-        table.rows.append(
-            [
-                rater.label,
-                sum(counts.values()),
-                counts[HUMAN],
-                counts[LLM],
-                counts[TIE],
-                _r(agree / len(decided)) if decided else None,
-                len(decided),
-            ]
-        )
-    report.sections.append(Section(title="Judges", tables=[table]))

@@ -32,7 +32,7 @@ from ..stats import (
     select_raters,
     spearman_matrix,
 )
-from .base import Figure, ProtocolReport, Section, Table, register_report
+from .base import Figure, ProtocolReport, Section, Table, register_report, rounded
 
 DEFAULT_SUBSET_SIZE = 3
 METRIC_NAMES = {
@@ -51,15 +51,8 @@ DISTANCES = {
 }
 
 
-def _num(value: Any, digits: int = 3) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return round(value, digits) if np.isfinite(value) else None
-
-
 def _metric(key: str, value: float) -> float | None:
-    return _num(value * 100, 1) if key in PERCENT_METRICS else _num(value)
+    return rounded(value * 100, 1) if key in PERCENT_METRICS else rounded(value)
 
 
 def _analyses(study: Study) -> tuple[int, str]:
@@ -166,8 +159,8 @@ def _agreement_section(study: Study, panel: _Panel, report: ProtocolReport) -> S
             rows=[
                 [
                     label,
-                    *[_num(share * 100, 1) for share in dists[i]],
-                    _num(balance[i]),
+                    *[rounded(share * 100, 1) for share in dists[i]],
+                    rounded(balance[i]),
                     "yes" if i in panel.selected and panel.subset else "no",
                 ]
                 for i, label in enumerate(panel.labels)
@@ -177,13 +170,13 @@ def _agreement_section(study: Study, panel: _Panel, report: ProtocolReport) -> S
     )
     all_summary = agreement_summary(panel.values, categories=panel.points)
     all_alpha = all_summary.metrics["alpha_ordinal"]
-    report.summary.append(("Krippendorff's α (ordinal), all raters", _num(all_alpha)))
+    report.summary.append(("Krippendorff's α (ordinal), all raters", rounded(all_alpha)))
     if panel.subset:
         report.summary += [
             ("Selected raters", ", ".join(chosen)),
-            ("Krippendorff's α (ordinal), selected", _num(table["alpha_ordinal"][1])),
+            ("Krippendorff's α (ordinal), selected", rounded(table["alpha_ordinal"][1])),
             ("ICC(2,k), all → selected", f"{_fmt(table['icc2k'][0])} → {_fmt(table['icc2k'][1])}"),
-            ("Spearman ρ, all-rater mean vs subset mean", _num(rho_means)),
+            ("Spearman ρ, all-rater mean vs subset mean", rounded(rho_means)),
         ]
     return section
 
@@ -220,7 +213,7 @@ def _raters_section(panel: _Panel) -> Section:
             key="spearman",
             title="Spearman ρ between raters",
             columns=["Rater", *panel.labels],
-            rows=[[label, *[_num(v) for v in rho[i]]] for i, label in enumerate(panel.labels)],
+            rows=[[label, *[rounded(v) for v in rho[i]]] for i, label in enumerate(panel.labels)],
         )
     )
     texts = _texts(panel.data.item_ids)
@@ -239,7 +232,12 @@ def _raters_section(panel: _Panel) -> Section:
     for j, label in enumerate(panel.labels):
         col = panel.values[:, j]
         col = col[~np.isnan(col)]
-        stats = [col.size, _num(col.mean()), _num(np.median(col)), _num(col.std(ddof=1) if col.size > 1 else None)]
+        stats = [
+            col.size,
+            rounded(col.mean()),
+            rounded(np.median(col)),
+            rounded(col.std(ddof=1) if col.size > 1 else None),
+        ]
         rows.append([label, *stats, *[int(c) for c in counts[j]]])
     section.tables.append(
         Table(
@@ -280,10 +278,10 @@ def _consensus_section(study: Study, panel: _Panel, report: ProtocolReport) -> S
                 rank,
                 label,
                 *texts.get(pk, ("", "")),
-                _num(median[r], 2),
-                _num(summary.share_at_median[r] * 100, 1),
-                _num(summary.share_within_one_of_median[r] * 100, 1),
-                _num(summary.mad[r]),
+                rounded(median[r], 2),
+                rounded(summary.share_at_median[r] * 100, 1),
+                rounded(summary.share_within_one_of_median[r] * 100, 1),
+                rounded(summary.mad[r]),
                 int(summary.n_ratings[r]),
             ]
         )
@@ -318,7 +316,7 @@ def _consensus_section(study: Study, panel: _Panel, report: ProtocolReport) -> S
                     _point(p),
                     labels[i] if i < len(labels) else "",
                     int((majority == p).sum()),
-                    _num((majority == p).sum() / total * 100, 1) if total else None,
+                    rounded((majority == p).sum() / total * 100, 1) if total else None,
                 ]
                 for i, p in enumerate(panel.points)
             ],
@@ -378,13 +376,13 @@ def _judges_section(study: Study, panel: _Panel, report: ProtocolReport) -> Sect
                 row["kind"],
                 row["n_items"],
                 row["n_missing"],
-                _num(kappa.get("estimate")),
-                _num(kappa.get("ci_low")),
-                _num(kappa.get("ci_high")),
+                rounded(kappa.get("estimate")),
+                rounded(kappa.get("ci_low")),
+                rounded(kappa.get("ci_high")),
                 _p(kappa),
-                _num(rho.get("estimate")),
-                _num(rho.get("ci_low")),
-                _num(rho.get("ci_high")),
+                rounded(rho.get("estimate")),
+                rounded(rho.get("ci_low")),
+                rounded(rho.get("ci_high")),
                 _p(rho),
             ]
         )
@@ -393,9 +391,9 @@ def _judges_section(study: Study, panel: _Panel, report: ProtocolReport) -> Sect
         report.notes.extend(f"{row['label']}: {note}" for note in row.get("notes", []))
     table.note = "p = 0 means no resample was at or below 0: read it as p < 1/1000."
     if best:
-        report.summary.append((f"Best judge κ ({best[0]})", _num(best[1])))
+        report.summary.append((f"Best judge κ ({best[0]})", rounded(best[1])))
     return section
 
 
 def _p(interval: dict[str, Any]) -> float | None:
-    return _num(interval.get("p_value"), 4)
+    return rounded(interval.get("p_value"), 4)

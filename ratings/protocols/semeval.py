@@ -24,7 +24,7 @@ from annotation.models import Rater, Study
 from annotation.protocols.base import template_of
 from annotation.protocols.semeval import ANALYSES, EDITING, GRADING
 
-from ..plots import PALETTE, RC, Plot, _empty, _figure, _render, _text
+from .. import plots
 from ..selectors import analysable_judgments
 from ..stats import funnier_of_two, mae_by_grade_bin, rmse, rmse_by_tail
 from .base import Figure, ProtocolReport, Section, Table, register_report
@@ -234,60 +234,40 @@ def _task2(graded: list[Headline], judges: list[Judge], notes: list[str]) -> tup
 # -- figures ------------------------------------------------------------------------------------
 
 
-def _grade_histogram(means: np.ndarray) -> Plot:
-    if not means.size:
-        return _empty("No graded headlines yet.")
-    from matplotlib import rc_context
-
-    with rc_context(RC):
-        fig = _figure(5.5, 3)
-        ax = fig.add_subplot()
-        ax.hist(means, bins=np.arange(0, 3.2, 0.2), color=PALETTE[0], edgecolor="white")
-        ax.set_xlabel("Mean grade (0 Not funny – 3 Funny)")
-        ax.set_ylabel("Edited headlines")
-        ax.set_title("Distribution of mean grades")
-        return _render(fig)
+def _grade_histogram(means: np.ndarray) -> plots.Plot:
+    return plots.histogram(
+        means,
+        bins=np.arange(0, 3.2, 0.2),
+        title="Distribution of mean grades",
+        xlabel="Mean grade (0 Not funny – 3 Funny)",
+        ylabel="Edited headlines",
+        empty="No graded headlines yet.",
+    )
 
 
-def _scatter(predictors: list[Predictor]) -> Plot:
-    judges = predictors[1:]
-    if not judges:
-        return _empty("No judge has graded the headlines yet.")
-    from matplotlib import rc_context
-
-    with rc_context(RC):
-        fig = _figure(5.5, 4.5)
-        ax = fig.add_subplot()
-        ax.plot([0, 3], [0, 3], color="#999", linewidth=0.8, linestyle=":", label="perfect prediction")
-        ax.axhline(predictors[0].predicted[0], color="#555", linewidth=0.8, linestyle="--", label=MEAN_BASELINE)
-        for k, p in enumerate(judges):
-            ax.scatter(p.gold, p.predicted, s=14, alpha=0.7, color=PALETTE[k % len(PALETTE)], label=_text(p.name))
-        ax.set_xlim(-0.1, 3.1)
-        ax.set_ylim(-0.1, 3.1)
-        ax.set_xlabel("Mean human grade")
-        ax.set_ylabel("Judge's predicted grade")
-        ax.set_title("Task 1: predicted against human mean grade")
-        ax.legend(loc="upper left", fontsize=7)
-        return _render(fig)
+def _scatter(predictors: list[Predictor]) -> plots.Plot:
+    return plots.scatter(
+        [(p.name, p.gold, p.predicted) for p in predictors[1:]],
+        title="Task 1: predicted against human mean grade",
+        xlabel="Mean human grade",
+        ylabel="Judge's predicted grade",
+        diagonal="perfect prediction",
+        reference=float(predictors[0].predicted[0]),
+        reference_label=MEAN_BASELINE,
+        limits=(-0.1, 3.1),
+        empty="No judge has graded the headlines yet.",
+    )
 
 
-def _mae_plot(bins: Table, names: list[str]) -> Plot:
-    from matplotlib import rc_context
-
-    with rc_context(RC):
-        fig = _figure(6, 3.2)
-        ax = fig.add_subplot()
-        labels = [row[0] for row in bins.rows]
-        for k, name in enumerate(names):
-            values = [np.nan if row[2 + k] is None else row[2 + k] for row in bins.rows]
-            style = "--" if name == MEAN_BASELINE else "-"
-            ax.plot(range(len(labels)), values, style, marker="o", color=PALETTE[k % len(PALETTE)], label=_text(name))
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_xlabel("Mean grade bin")
-        ax.set_ylabel("Mean absolute error")
-        ax.set_title("Task 1: error per grade bin")
-        ax.legend(fontsize=7)
-        return _render(fig)
+def _mae_plot(bins: Table, names: list[str]) -> plots.Plot:
+    return plots.line_chart(
+        [row[0] for row in bins.rows],
+        [(name, [row[2 + k] for row in bins.rows]) for k, name in enumerate(names)],
+        title="Task 1: error per grade bin",
+        xlabel="Mean grade bin",
+        ylabel="Mean absolute error",
+        dashed={MEAN_BASELINE},
+    )
 
 
 # -- the reports --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from ratings import plots
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 EVIL = "<script>alert(1)</script>"
+MARKUP = "<b>$x$"  # markup for the SVG and mathtext for matplotlib: must come out as these six characters
 
 
 def check(plot: plots.Plot) -> ET.Element:
@@ -53,6 +54,15 @@ FIGURES = {
     "features": lambda: plots.feature_heatmap(
         ["m0", "m1"], ["win:wordplay", "loss:cliché"], [[0.5, None], [0.25, 1.0]], judge="gpt"
     ),
+    "bar_chart": lambda: plots.bar_chart(["gpt", "crowd"], [0.8, 0.6], title="Accuracy", xlabel="accuracy"),
+    "scatter": lambda: plots.scatter(
+        [("gpt", [0.5, 1.5, 2.5], [1.0, 1.2, 2.0])], title="Task 1", xlabel="gold", ylabel="predicted"
+    ),
+    "line_chart": lambda: plots.line_chart(
+        ["0–1", "1–2"], [("gpt", [0.4, None])], title="MAE", xlabel="bin", ylabel="MAE"
+    ),
+    "histogram": lambda: plots.histogram([0.4, 1.2, 1.3], bins=[0, 1, 2, 3], title="Grades", xlabel="g", ylabel="n"),
+    "heatmap": lambda: plots.heatmap(["gpt"], ["pun", "irony"], [[0.5, None]], title="Accuracy by joke type"),
 }
 
 
@@ -94,3 +104,77 @@ class TestUntrustedNames:
     def test_dollar_signs_are_not_read_as_mathtext(self):
         root = check(plots.spearman_heatmap(["costs $5", "$x^2$ model"], [[1.0, 0.1], [0.1, 1.0]]))
         assert "$x^2$ model" in texts(root)
+
+
+# The general charts the protocol reports draw: each with a label that is markup and mathtext at once.
+CHARTS = {
+    "bar_chart": lambda label: plots.bar_chart(
+        [label, "b"], [0.5, 0.25], title=label, xlabel=label, reference=0.3, value_format=".0%", limits=(0, 1)
+    ),
+    "scatter": lambda label: plots.scatter(
+        [(label, [0.0, 1.0], [0.5, 1.5])],
+        title=label,
+        xlabel=label,
+        ylabel="y",
+        diagonal="perfect prediction",
+        reference=1.0,
+        reference_label=label,
+        limits=(-0.1, 3.1),
+    ),
+    "line_chart": lambda label: plots.line_chart(
+        [label, "1–2"],
+        [(label, [0.5, 0.4]), ("baseline", [0.6, None])],
+        title=label,
+        xlabel="x",
+        ylabel="y",
+        dashed={"baseline"},
+    ),
+    "histogram": lambda label: plots.histogram(
+        [0.2, 0.4, 2.9], bins=[0, 1, 2, 3], title=label, xlabel=label, ylabel="n"
+    ),
+    "heatmap": lambda label: plots.heatmap([label], [label, "b"], [[0.5, None]], title=label, colorbar=label),
+}
+EMPTY = {
+    "bar_chart": lambda **kw: plots.bar_chart([], [], title="t", xlabel="x", **kw),
+    "scatter": lambda **kw: plots.scatter([], title="t", xlabel="x", ylabel="y", **kw),
+    "line_chart": lambda **kw: plots.line_chart([], [], title="t", xlabel="x", ylabel="y", **kw),
+    "histogram": lambda **kw: plots.histogram([], bins=[0, 1], title="t", xlabel="x", ylabel="y", **kw),
+    "heatmap": lambda **kw: plots.heatmap([], [], [], title="t", **kw),
+}
+
+
+class TestCharts:
+    @pytest.mark.parametrize("name", sorted(CHARTS))
+    def test_a_label_with_markup_and_dollars_is_inert_literal_text(self, name):
+        plot = CHARTS[name](MARKUP)
+        root = check(plot)
+        assert "<b>" not in plot.svg
+        assert "&lt;b&gt;" in plot.svg
+        assert MARKUP in texts(root)
+        assert "\\$" not in texts(root)
+
+    @pytest.mark.parametrize("name", sorted(EMPTY))
+    def test_no_data_gives_the_no_data_figure(self, name):
+        assert plots.NO_DATA in texts(check(EMPTY[name]()))
+
+    @pytest.mark.parametrize("name", sorted(EMPTY))
+    def test_the_no_data_figure_says_what_the_caller_says_in_full(self, name):
+        message = "No judge has graded the headlines of this study yet."  # longer than a label may be
+        assert message in texts(check(EMPTY[name](empty=message)))
+
+    def test_a_long_title_is_kept_whole_and_a_long_label_is_shortened(self):
+        title = "Accuracy against the majority label, by joke type and source"
+        name = "a judge whose name is much longer than forty characters"
+        found = texts(check(plots.bar_chart([name], [0.5], title=title, xlabel="accuracy")))
+        assert title in found
+        assert name not in found and name[: plots.MAX_LABEL - 1] + "…" in found
+
+    def test_a_heatmap_writes_each_value_and_a_dash_for_none(self):
+        found = texts(check(plots.heatmap(["gpt"], ["pun", "irony"], [[0.5, None]], title="t", fmt=".1f")))
+        assert "0.5" in found and "—" in found
+
+
+def test_a_confusion_matrix_title_shows_a_judges_dollar_sign_once():
+    root = check(plots.confusion_matrix([[1, 0, 0], [0, 1, 0]], ["bad", "good"], judge="$5 model", reference="humans"))
+    assert "humans vs $5 model" in texts(root)
+    assert "\\$" not in texts(root)

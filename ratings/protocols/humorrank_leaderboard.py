@@ -1,0 +1,199 @@
+"""The HumorRank report's judge sections: leaderboards, agreement between rankings, and features."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from typing import Any
+
+from .. import plots
+from ..stats import intransitive_triads, ranking_kendall_tau, win_rate_matrix
+from .base import Figure, Section, Table
+from .humorrank_rankings import Ranking
+
+WIN_GROUPS = ("humor_mechanisms", "delivery_features")
+LOSS_GROUP = "failure_features"
+
+
+def leaderboard_section(rankings: list[Ranking]) -> Section:
+    rows = []
+    for r in rankings:
+        res = r.result
+        for rank, name in enumerate(res["ranking"], start=1):
+            bt, elo = res["bradley_terry"][name], res["stable_elo"][name]
+            rows.append(
+                [
+                    r.label,
+                    rank,
+                    name,
+                    round(bt["rating"], 1),
+                    round(bt["ci_low"], 1),
+                    round(bt["ci_high"], 1),
+                    round(res["win_rate"][name], 4),
+                    res["games"][name],
+                    round(elo["mean"], 1),
+                    round(elo["sd"], 1) if math.isfinite(elo["sd"]) else None,
+                ]
+            )
+    series = [
+        {
+            "label": r.label,
+            "names": r.result["ranking"],
+            "ratings": [r.result["bradley_terry"][n]["rating"] for n in r.result["ranking"]],
+            "ci_low": [r.result["bradley_terry"][n]["ci_low"] for n in r.result["ranking"]],
+            "ci_high": [r.result["bradley_terry"][n]["ci_high"] for n in r.result["ranking"]],
+        }
+        for r in rankings
+    ]
+    figures = [Figure("leaderboard", "Bradley–Terry ratings with 95% bootstrap intervals", plots.leaderboard(series))]
+    for n, r in enumerate(rankings, start=1):
+        rates = win_rate_matrix(r.wins)
+        order = [r.names.index(name) for name in r.result["ranking"]]
+        matrix = [[None if math.isnan(rates[i, j]) else float(rates[i, j]) for j in order] for i in order]
+        figures.append(
+            Figure(
+                f"win_rates_{n}",
+                f"Win-rate matrix — {r.label}",
+                plots.win_rate_heatmap(r.result["ranking"], matrix, title=f"Win rates — {r.label}"),
+            )
+        )
+    return Section(
+        title="Leaderboard",
+        text=(
+            "One leaderboard per judge and tournament, and one from the people's votes in each human check. Bradley–Terry ratings on the Elo scale (centred on 1000; "
+            "ties count half a win each), 95% percentile intervals from resampling the matches, the share of "
+            "points won, and Stable Elo (K = 32) as the mean and spread over random replays of the match order."
+        ),
+        tables=[
+            Table(
+                key="leaderboard",
+                title="Leaderboard per judge",
+                columns=[
+                    "judge · tournament",
+                    "rank",
+                    "contestant",
+                    "BT rating",
+                    "95% CI low",
+                    "95% CI high",
+                    "win rate",
+                    "games",
+                    "Stable Elo mean",
+                    "Stable Elo SD",
+                ],
+                rows=rows,
+            )
+        ],
+        figures=figures,
+    )
+
+
+def agreement_section(rankings: list[Ranking]) -> tuple[Section, list[tuple[str, Any]]]:
+    tau_rows = []
+    for x, y in itertools.combinations(rankings, 2):
+        common = sorted(set(x.names) & set(y.names))
+        if len(common) < 2:
+            continue
+        bx = [x.result["bradley_terry"][n]["rating"] for n in common]
+        by = [y.result["bradley_terry"][n]["rating"] for n in common]
+        tau, p = ranking_kendall_tau(bx, by)
+        tau_rows.append([x.label, y.label, len(common), round(tau, 4), round(p, 4) if math.isfinite(p) else None])
+    triad_rows = []
+    for r in rankings:
+        triads = intransitive_triads(r.wins)
+        listed = "; ".join(" > ".join(r.names[i] for i in (a, b, c, a)) for a, b, c in triads.triads[:20])
+        triad_rows.append([r.label, triads.count, listed])
+    summary = [("Cross-judge Kendall τ (first two rankings)", tau_rows[0][3])] if tau_rows else []
+    section = Section(
+        title="Agreement between judges and transitivity",
+        text=(
+            "Kendall's τ-b between two rankings' Bradley–Terry ratings over the contestants both ranked. "
+            "A triad is intransitive when, by majority of their matches, A beats B, B beats C and C beats A."
+        ),
+        tables=[
+            Table(
+                key="cross_judge_tau",
+                title="Kendall τ between rankings",
+                columns=["ranking 1", "ranking 2", "contestants", "Kendall τ", "p-value"],
+                rows=tau_rows,
+                note="" if tau_rows else "Needs two rankings (two judges, or two tournaments).",
+            ),
+            Table(
+                key="intransitive_triads",
+                title="Intransitive triads per ranking",
+                columns=["judge · tournament", "intransitive triads", "cycles (first 20)"],
+                rows=triad_rows,
+            ),
+        ],
+    )
+    return section, summary
+
+
+def _feature_shares(r: Ranking) -> tuple[list[str], list[list[float | None]], int]:
+    wins, losses = Counter(), Counter()
+    win_feats: dict[str, Counter] = {n: Counter() for n in r.names}
+    loss_feats: dict[str, Counter] = {n: Counter() for n in r.names}
+    seen: dict[str, set[str]] = {g: set() for g in (*WIN_GROUPS, LOSS_GROUP)}
+    with_features = 0
+    for v in r.verdicts:
+        if any(v.features.get(g) for g in seen):
+            with_features += 1
+        if v.score == 0.5:
+            continue
+        winner = v.winner
+        loser = v.second if winner == v.first else v.first
+        wins[winner] += 1
+        losses[loser] += 1
+        for g in WIN_GROUPS:
+            seen[g].update(v.features.get(g) or [])
+        seen[LOSS_GROUP].update(v.features.get(LOSS_GROUP) or [])
+        for f in {f for g in WIN_GROUPS for f in v.features.get(g) or []}:
+            win_feats[winner][f] += 1
+        for f in set(v.features.get(LOSS_GROUP) or []):
+            loss_feats[loser][f] += 1
+    columns = [f"win: {f}" for g in WIN_GROUPS for f in sorted(seen[g])]
+    columns += [f"loss: {f}" for f in sorted(seen[LOSS_GROUP])]
+    rows = []
+    for name in r.result["ranking"]:
+        row: list[float | None] = []
+        for col in columns:
+            side, _, feature = col.partition(": ")
+            counts, total = (win_feats, wins) if side == "win" else (loss_feats, losses)
+            row.append(round(counts[name][feature] / total[name], 4) if total[name] else None)
+        rows.append(row)
+    return columns, rows, with_features
+
+
+def feature_section(rankings: list[Ranking], notes: list[str]) -> Section:
+    tables, figures = [], []
+    for n, r in enumerate(rankings, start=1):
+        columns, rows, with_features = _feature_shares(r)
+        if not with_features:
+            notes.append(f"{r.label}: the verdicts carry no feature lists, so there is no feature table for it.")
+            continue
+        names = r.result["ranking"]
+        tables.append(
+            Table(
+                key=f"features_{n}",
+                title=f"Features — {r.label}",
+                columns=["contestant", *columns],
+                rows=[[name, *row] for name, row in zip(names, rows, strict=True)],
+                note="win: share of the contestant's wins citing the feature; loss: share of its losses.",
+            )
+        )
+        figures.append(
+            Figure(
+                f"features_{n}",
+                f"Feature heatmap — {r.label}",
+                plots.feature_heatmap(names, columns, rows, judge=r.judge),
+            )
+        )
+    return Section(
+        title="What wins and what loses",
+        text=(
+            "From the judges' feature lists: for each contestant, the share of its wins whose verdict names "
+            "each humour mechanism or delivery feature, and the share of its losses naming each failure."
+        ),
+        tables=tables,
+        figures=figures,
+    )
