@@ -13,6 +13,10 @@ what the endpoint's latency alone explains, spread over the judgments.
 Uses a throw-away SQLite database unless DATABASE_URL is set (then it must
 name a database this benchmark may fill and empty). Prints figures; asserts
 nothing.
+
+``--redis-url URL`` runs every level twice: with the call limits held in this
+process (LocMem cache, one worker) and with them held in Redis (shared by
+every worker), to show what the shared limits cost.
 """
 
 import argparse
@@ -40,7 +44,7 @@ def setup_django(workdir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def bench(concurrency: int, latency_ms: int, seconds: float, server, owner) -> dict:
+def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limits: str = "") -> dict:
     from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
     from judging.selectors import run_progress
     from judging.services.judges import judge_create
@@ -52,7 +56,7 @@ def bench(concurrency: int, latency_ms: int, seconds: float, server, owner) -> d
     study_set_state(study=study, state="open")
     judge = judge_create(
         owner=owner,
-        name=f"bench judge c{concurrency}",
+        name=f"bench judge c{concurrency} {limits}".strip(),
         base_url=server.url(f"slow:{latency_ms}"),
         model="fake",
         concurrency=concurrency,
@@ -67,6 +71,7 @@ def bench(concurrency: int, latency_ms: int, seconds: float, server, owner) -> d
     latency = latency_ms / 1000
     ideal = math.ceil(n_items / concurrency) * latency
     return {
+        "limits": limits,
         "concurrency": concurrency,
         "judgments": progress.judged,
         "wall_s": wall,
@@ -81,12 +86,14 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--seconds", type=float, default=4.0, help="Target run length per level.")
+    parser.add_argument("--redis-url", help="Also run each level with the call limits shared through this Redis.")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="fb-bench-") as tmp:
         setup_django(Path(tmp))
         from django.conf import settings
         from django.contrib.auth import get_user_model
+        from django.test import override_settings
 
         import judging.services.judging_job  # noqa: F401 - import the SDK before the clock starts
         from judging.testing.fault_server import FaultServer
@@ -96,15 +103,24 @@ def main() -> None:
         engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         print(f"endpoint latency {args.latency_ms} ms, database {engine}, {os.cpu_count()} CPUs")
         print(
-            f"{'concurrency':>11} {'judgments':>9} {'wall s':>7} {'judg./s':>8} {'capacity/s':>10} {'fraction':>8} {'overhead ms/judgment':>21}"
+            f"{'limits':>7} {'concurrency':>11} {'judgments':>9} {'wall s':>7} {'judg./s':>8} {'capacity/s':>10} "
+            f"{'fraction':>8} {'overhead ms/judgment':>21}"
         )
+        caches = {"process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+        if args.redis_url:
+            caches["redis"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": args.redis_url}
+        elif "redis" in settings.CACHES["default"]["BACKEND"]:
+            caches = {"redis": settings.CACHES["default"]}
         try:
             for concurrency in args.concurrency:
-                row = bench(concurrency, args.latency_ms, args.seconds, server, owner)
-                print(
-                    f"{row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} {row['rate']:>8.1f} "
-                    f"{row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} {row['overhead_ms']:>21.2f}"
-                )
+                for limits, cache in caches.items():
+                    with override_settings(CACHES={"default": cache}):
+                        row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits)
+                    print(
+                        f"{row['limits']:>7} {row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} "
+                        f"{row['rate']:>8.1f} {row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} "
+                        f"{row['overhead_ms']:>21.2f}"
+                    )
         finally:
             server.stop()
 

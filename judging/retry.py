@@ -1,4 +1,4 @@
-"""Asking a model until it answers: retries, exponential backoff with jitter, rate limiting.
+"""Asking a model until it answers: retries, exponential backoff with jitter, call limits.
 
 The retry budget covers transport failures (timeouts, HTTP 429 and 5xx,
 connection errors, bodies that are not a chat completion) and answers that
@@ -6,19 +6,26 @@ cannot be parsed alike: ``max_retries`` more tries after the first. HTTP 429's
 Retry-After is honoured (up to a cap). A client error such as 401 is final at
 once. After the budget, the outcome is "unparseable" when at least one answer
 came back and none could be read, else "failed".
+
+Each call holds a slot of the judge's limits (``judging.limits``) while it is
+sent: a place among the calls in flight and a send time. Waits between
+retries hold none.
 """
 
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .backends.chat import CallError, ChatBackend, Completion, StructuredOutputRejected
+from .limits import Limits, RateLimiter, Slot
 from .parsing import Parsed
 
 OK, UNPARSEABLE, FAILED, ABANDONED = "ok", "unparseable", "failed", "abandoned"
+
+# RateLimiter lives in judging.limits now; it stays importable from here.
+__all__ = ["ABANDONED", "FAILED", "OK", "UNPARSEABLE", "Answer", "RateLimiter", "RetryPolicy", "ask"]
 
 
 @dataclass(frozen=True)
@@ -35,26 +42,6 @@ class RetryPolicy:
         if retry_after is not None:
             return min(max(retry_after, backoff), self.max_retry_after)
         return backoff
-
-
-class RateLimiter:
-    """Spaces calls at least 60/per_minute seconds apart, across threads. 0 = no limit."""
-
-    def __init__(self, per_minute: float, *, clock: Callable[[], float] = time.monotonic):
-        self.interval = 60.0 / per_minute if per_minute and per_minute > 0 else 0.0
-        self._clock = clock
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    def wait_time(self) -> float:
-        """Reserve the next slot and return how long to wait for it."""
-        if not self.interval:
-            return 0.0
-        with self._lock:
-            now = self._clock()
-            slot = max(now, self._next)
-            self._next = slot + self.interval
-            return slot - now
 
 
 @dataclass
@@ -83,7 +70,7 @@ def ask(
     schema: dict[str, Any] | None,
     parse: Callable[[str | None], Parsed],
     policy: RetryPolicy,
-    limiter: RateLimiter,
+    limiter: Limits,
     rng: random.Random,
     should_stop: Callable[[], bool] = lambda: False,
     sleep: Callable[[float], None] = time.sleep,
@@ -99,9 +86,11 @@ def ask(
             if should_stop():
                 return Answer(ABANDONED, attempts=attempts, error="cancelled", refusals=refusals)
             sleep(delay)
-        sleep(limiter.wait_time())
+        slot = limiter.hold(should_stop=should_stop)
+        if slot is None:  # cancelled while every slot was taken: nothing was sent
+            return Answer(ABANDONED, attempts=attempts, error="cancelled", refusals=refusals)
         try:
-            completion = backend.complete(messages, schema)
+            completion = _send(backend, messages, schema, slot, sleep)
         except StructuredOutputRejected as exc:
             # Send the schema another way (or not at all) and ask again at once. Not charged
             # to the retry budget: there are only two ways to step down.
@@ -139,3 +128,11 @@ def ask(
     return Answer(
         status, None, last, attempts, error=last_error, structured_output=backend.structured_mode, refusals=refusals
     )
+
+
+def _send(backend: ChatBackend, messages, schema, slot: Slot, sleep: Callable[[float], None]) -> Completion:
+    try:
+        sleep(slot.wait)
+        return backend.complete(messages, schema)
+    finally:
+        slot.release()

@@ -8,6 +8,10 @@ worker that dies stops renewing, and its units become claimable again when
 the lease runs out, so a resumed run picks them up. A unit whose result was
 written but not yet marked done is found done on the next claim (its
 judgment exists), so nothing is done twice.
+
+``concurrency`` sizes this process's pool; the judge's limits across all
+processes are held per call (``judging.limits``), so with several workers on
+one judge some pool threads wait for a slot instead of calling.
 """
 
 import logging

@@ -25,10 +25,11 @@ from annotation.task_types import get_task_type
 
 from ..backends.chat import ChatBackend
 from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key
+from ..limits import Limits, call_limits
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
 from ..parsing import Parsed, find_json_object
 from ..prompts.render import render
-from ..retry import ABANDONED, OK, RateLimiter, RetryPolicy, ask
+from ..retry import ABANDONED, OK, RetryPolicy, ask
 from ..runner import complete_unit, drive, release_unit, unfinished
 from .judges import _check_base_url
 
@@ -235,7 +236,7 @@ class GenerationJob:
         self.generators = {g.pk: g for g in run.generators.all()}
         self.concurrency = max(g.concurrency for g in self.generators.values())
         self.backends: dict[int, ChatBackend] = {}
-        self.limiters: dict[int, RateLimiter] = {}
+        self.limiters: dict[int, Limits] = {}
         self.secrets: list[str] = []
         for g in self.generators.values():
             key = resolve_api_key(g)
@@ -250,7 +251,14 @@ class GenerationJob:
                 structured_output=False,
                 concurrency=g.concurrency,
             )
-            self.limiters[g.pk] = RateLimiter(g.rate_limit_per_minute)
+            # Each generator's concurrency and rate hold across every worker on it (Redis cache).
+            self.limiters[g.pk] = call_limits(
+                scope="generator",
+                pk=g.pk,
+                concurrency=g.concurrency,
+                per_minute=g.rate_limit_per_minute,
+                timeout=g.timeout_seconds,
+            )
 
     def close(self) -> None:
         for backend in self.backends.values():

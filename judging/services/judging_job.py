@@ -16,10 +16,11 @@ from annotation.task_types import get_task_type
 from ..backends.baseline import NoBaseline, baseline_value, study_facts
 from ..backends.chat import ChatBackend
 from ..keys import redact, resolve_api_key
+from ..limits import call_limits
 from ..models import JudgeRun, JudgeUnit, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
-from ..retry import ABANDONED, OK, Answer, RateLimiter, RetryPolicy, ask
+from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
 from ..runner import complete_unit, release_unit
 from .runs import unit_assignment
 
@@ -77,7 +78,14 @@ class JudgeJob:
             concurrency=self.judge.concurrency,
         )
         self.policy = RetryPolicy(max_retries=self.judge.max_retries, base_seconds=self.judge.backoff_seconds)
-        self.limiter = RateLimiter(self.judge.rate_limit_per_minute)
+        # Held across every worker on this judge (when the cache is Redis), not per process.
+        self.limiter = call_limits(
+            scope="judge",
+            pk=self.judge.pk,
+            concurrency=self.judge.concurrency,
+            per_minute=self.judge.rate_limit_per_minute,
+            timeout=self.judge.timeout_seconds,
+        )
 
     def close(self) -> None:
         if self.backend is not None:
