@@ -137,7 +137,10 @@ def send_task(broker_url):
     """Queue a task on the test broker by name (the test process's own app may use another broker)."""
     from celery import Celery
 
-    app = Celery("judging-tests", broker=broker_url)
+    # Not the current app: shared tasks (tournament_task.delay, ...) resolve to the current app,
+    # and this one's pools are never reset by the integration worker fixture, so later tests would
+    # send through a closed producer pool ("Acquire on closed pool").
+    app = Celery("judging-tests", broker=broker_url, set_as_current=False)
 
     def send(name: str, *args):
         # An explicit connection and producer: kombu's producer pools are global
