@@ -28,7 +28,8 @@ class ImportResult:
         return not self.errors
 
 
-def _capped(errors: list[str]) -> list[str]:
+def capped_errors(errors: list[str]) -> list[str]:
+    """At most MAX_REPORTED_ERRORS messages, and how many more there were."""
     if len(errors) <= MAX_REPORTED_ERRORS:
         return errors
     hidden = len(errors) - MAX_REPORTED_ERRORS
@@ -66,7 +67,7 @@ def prepare(*, study: Study, stream: IO[bytes], fmt: str, size: int, replace: bo
         specs, errors = collect(rows, study=study, replace=replace)
     except FileProblem as exc:
         return [], exc.messages
-    return specs, _capped(errors)
+    return specs, capped_errors(errors)
 
 
 def create_items(*, study: Study, specs: list[ItemSpec], replace: bool = False) -> ImportResult:
@@ -74,7 +75,7 @@ def create_items(*, study: Study, specs: list[ItemSpec], replace: bool = False) 
     try:
         count = items_create(study=study, items=specs, replace=replace)
     except ImportErrors as exc:
-        return ImportResult(errors=_capped(exc.errors_by_row))
+        return ImportResult(errors=capped_errors(exc.errors_by_row))
     return ImportResult(count=count)
 
 
@@ -92,5 +93,5 @@ def import_item_objects(*, study: Study, objects: list, replace: bool = False) -
     rows = (item_from_object(obj, where=f"Item {n}", task_type=task_type) for n, obj in enumerate(objects, start=1))
     specs, errors = collect(rows, study=study, replace=replace)
     if errors:
-        return ImportResult(errors=_capped(errors))
+        return ImportResult(errors=capped_errors(errors))
     return create_items(study=study, specs=specs, replace=replace)

@@ -7,14 +7,13 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from ..importers.files import capped_errors
 from ..importers.items import FileProblem
 from ..models import Study
 from ..services.imported_judgments import judgments_import
 from ..services.studies import ImportErrors, items_create
 from .base import template_of
 from .tables import read_table
-
-MAX_REPORTED_ERRORS = 500
 
 
 @dataclass
@@ -26,12 +25,6 @@ class ProtocolImportResult:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-def _capped(errors: list[str]) -> list[str]:
-    if len(errors) <= MAX_REPORTED_ERRORS:
-        return errors
-    return [*errors[:MAX_REPORTED_ERRORS], f"... and {len(errors) - MAX_REPORTED_ERRORS} more problems not listed."]
 
 
 def protocol_import(
@@ -48,9 +41,9 @@ def protocol_import(
             count = items_create(study=study, items=plan.items, actor=actor) if plan.items else 0
             judged = judgments_import(study=study, judgments=plan.judgments)
     except FileProblem as exc:
-        return ProtocolImportResult(errors=_capped(exc.messages))
+        return ProtocolImportResult(errors=capped_errors(exc.messages))
     except ImportErrors as exc:
-        return ProtocolImportResult(errors=_capped(exc.errors_by_row))
+        return ProtocolImportResult(errors=capped_errors(exc.errors_by_row))
     if not count and not judged:
         return ProtocolImportResult(errors=["The file holds no items and no answers."])
     return ProtocolImportResult(items=count, judgments=judged)
