@@ -30,7 +30,20 @@ JUDGE_FIELDS = [
 ]
 
 
-class JudgeForm(forms.ModelForm):
+# Labels of the endpoint settings a judge and a generator share.
+ENDPOINT_LABELS = {
+    "base_url": "Base URL",
+    "api_key_env": "API key environment variable",
+    "max_tokens": "Max tokens",
+    "timeout_seconds": "Timeout (seconds)",
+    "backoff_seconds": "First retry wait (seconds)",
+    "rate_limit_per_minute": "Rate limit (requests per minute)",
+}
+
+
+class EndpointForm(forms.ModelForm):
+    """A judge's or a generator's settings with a write-only API key field: the key is never rendered back."""
+
     api_key = forms.CharField(
         required=False,
         strip=True,
@@ -39,16 +52,23 @@ class JudgeForm(forms.ModelForm):
     )
     remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
 
+    def api_key_change(self) -> str | None:
+        """None keeps the stored key, "" removes it, anything else replaces it."""
+        if self.cleaned_data.get("remove_api_key"):
+            return ""
+        return self.cleaned_data.get("api_key") or None
+
+    def _post_clean(self) -> None:
+        # Validation happens in the services (judge_create, generator_update, ...), not on the bare instance.
+        return
+
+
+class JudgeForm(EndpointForm):
     class Meta:
         model = JudgeConfig
         fields = JUDGE_FIELDS
         labels = {
-            "base_url": "Base URL",
-            "api_key_env": "API key environment variable",
-            "max_tokens": "Max tokens",
-            "timeout_seconds": "Timeout (seconds)",
-            "backoff_seconds": "First retry wait (seconds)",
-            "rate_limit_per_minute": "Rate limit (requests per minute)",
+            **ENDPOINT_LABELS,
             "both_orders": "Judge pairwise items in both orders",
             "input_cost_per_million": "Price per million prompt tokens",
             "output_cost_per_million": "Price per million completion tokens",
@@ -81,16 +101,6 @@ class JudgeForm(forms.ModelForm):
         }
         return data
 
-    def api_key_change(self) -> str | None:
-        """None keeps the stored key, "" removes it, anything else replaces it."""
-        if self.cleaned_data.get("remove_api_key"):
-            return ""
-        return self.cleaned_data.get("api_key") or None
-
-    def _post_clean(self) -> None:
-        # Validation happens in the services (judge_create / judge_update), not on the bare instance.
-        return
-
 
 class RunForm(forms.Form):
     judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
@@ -121,26 +131,13 @@ class TournamentForm(forms.Form):
         self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)
 
 
-class GeneratorForm(forms.ModelForm):
-    api_key = forms.CharField(
-        required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Stored encrypted and never shown again. Leave empty to keep the stored key.",
-    )
-    remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
-
+class GeneratorForm(EndpointForm):
     class Meta:
         model = GeneratorConfig
         fields = ["name", *GENERATOR_SETTINGS]
         labels = {
-            "base_url": "Base URL",
-            "api_key_env": "API key environment variable",
-            "max_tokens": "Max tokens",
-            "timeout_seconds": "Timeout (seconds)",
+            **ENDPOINT_LABELS,
             "max_retries": "Retries",
-            "backoff_seconds": "First retry wait (seconds)",
-            "rate_limit_per_minute": "Rate limit (requests per minute)",
             "system_text": "System message",
             "user_text": "Prompt",
         }
@@ -160,16 +157,6 @@ class GeneratorForm(forms.ModelForm):
 
     def settings(self) -> dict[str, Any]:
         return {k: v for k, v in self.cleaned_data.items() if k in GENERATOR_SETTINGS}
-
-    def api_key_change(self) -> str | None:
-        """None keeps the stored key, "" removes it, anything else replaces it."""
-        if self.cleaned_data.get("remove_api_key"):
-            return ""
-        return self.cleaned_data.get("api_key") or None
-
-    def _post_clean(self) -> None:
-        # Validation happens in the services (generator_create / generator_update).
-        return
 
 
 class GenerationForm(forms.Form):

@@ -1,6 +1,6 @@
 """Reads about candidate generation for the pages, the API and the CLI, counted from rows."""
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, IntegerField, Q, Sum
@@ -11,28 +11,16 @@ from django.utils import timezone
 from annotation.models import Candidate
 
 from .models import GenerationRun, UnitStatus
+from .selectors import Progress
 
 
 @dataclass(frozen=True)
-class GenerationProgress:
-    run: int
-    status: str
-    total: int
-    finished: int
-    pending: int
-    in_progress: int
+class GenerationProgress(Progress):
     generated: int
     failed: int
     tokens: int
     seconds: float
     per_generator: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def percent(self) -> int:
-        return int(100 * self.finished / self.total) if self.total else 100
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "percent": self.percent}
 
 
 def generation_candidates(*, run: GenerationRun):

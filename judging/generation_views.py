@@ -5,7 +5,6 @@ generation runs; anything else is a 404. API keys are write-only.
 """
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
@@ -22,7 +21,7 @@ from .services.generation import (
     generator_create,
     generator_update,
 )
-from .views import _add_errors, _study_for_user, study_runs_page
+from .views import _cancel, _progress_page, _saved, _study_for_user, study_runs_page
 
 
 def _generator_for_user(request: HttpRequest, pk: int) -> GeneratorConfig:
@@ -39,19 +38,19 @@ def _generation_for_user(request: HttpRequest, pk: int) -> GenerationRun:
 @researcher_required
 def generator_list(request: HttpRequest) -> HttpResponse:
     form = GeneratorForm(request.POST or None, instance=GeneratorConfig())
-    if request.method == "POST" and form.is_valid():
-        try:
-            generator = generator_create(
-                owner=request.user,
-                name=form.cleaned_data["name"],
-                api_key=form.api_key_change() or None,
-                **form.settings(),
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, f"Generator {generator.name!r} created.")
-            return redirect("judging:generator_list")
+    generator = _saved(
+        request,
+        form,
+        lambda: generator_create(
+            owner=request.user,
+            name=form.cleaned_data["name"],
+            api_key=form.api_key_change() or None,
+            **form.settings(),
+        ),
+    )
+    if generator:
+        messages.success(request, f"Generator {generator.name!r} created.")
+        return redirect("judging:generator_list")
     generators = GeneratorConfig.objects.filter(owner=request.user)
     return render(request, "judging/generator_list.html", {"generators": generators, "form": form})
 
@@ -60,16 +59,16 @@ def generator_list(request: HttpRequest) -> HttpResponse:
 def generator_edit(request: HttpRequest, pk: int) -> HttpResponse:
     generator = _generator_for_user(request, pk)
     form = GeneratorForm(request.POST or None, instance=generator)
-    if request.method == "POST" and form.is_valid():
-        try:
-            generator_update(
-                generator=generator, name=form.cleaned_data["name"], api_key=form.api_key_change(), **form.settings()
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, "Generator saved.")
-            return redirect("judging:generator_edit", pk=generator.pk)
+    saved = _saved(
+        request,
+        form,
+        lambda: generator_update(
+            generator=generator, name=form.cleaned_data["name"], api_key=form.api_key_change(), **form.settings()
+        ),
+    )
+    if saved:
+        messages.success(request, "Generator saved.")
+        return redirect("judging:generator_edit", pk=generator.pk)
     runs = generator.runs.select_related("study")[:50]
     return render(request, "judging/generator_edit.html", {"generator": generator, "form": form, "runs": runs})
 
@@ -79,40 +78,40 @@ def generator_edit(request: HttpRequest, pk: int) -> HttpResponse:
 def generation_new(request: HttpRequest, study_pk: int) -> HttpResponse:
     study = _study_for_user(request, study_pk)
     form = GenerationForm(request.POST, owner=request.user)
-    if form.is_valid():
-        try:
-            run = generation_run_create(
-                study=study, generators=list(form.cleaned_data["generators"]), created_by=request.user
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            return redirect("judging:generation_detail", pk=run.pk)
+    run = _saved(
+        request,
+        form,
+        lambda: generation_run_create(
+            study=study, generators=list(form.cleaned_data["generators"]), created_by=request.user
+        ),
+    )
+    if run:
+        return redirect("judging:generation_detail", pk=run.pk)
     return study_runs_page(request, study, generation_form=form, status=400)
 
 
-def _detail(request: HttpRequest, run: GenerationRun) -> HttpResponse:
+def _generation_page(request: HttpRequest, run: GenerationRun) -> HttpResponse:
     failures = run.units.filter(status=UnitStatus.FAILED).select_related("item", "generator").order_by("pk")[:20]
     context = {"run": run, "progress": generation_progress(run=run), "failures": failures}
-    if request.htmx:
-        return render(request, "judging/generation_detail.html#progress", context)
-    return render(request, "judging/generation_detail.html", context)
+    return _progress_page(request, "judging/generation_detail.html", context)
 
 
 @researcher_required
 def generation_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return _detail(request, _generation_for_user(request, pk))
+    return _generation_page(request, _generation_for_user(request, pk))
 
 
 @researcher_required
 @require_POST
 def generation_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
-    run = _generation_for_user(request, pk)
-    if generation_run_cancel(run=run):
-        messages.info(request, "Generation cancelled. Candidates already on their way are still kept.")
-    if request.htmx:
-        return _detail(request, run)
-    return redirect("judging:generation_detail", pk=run.pk)
+    return _cancel(
+        request,
+        _generation_for_user(request, pk),
+        cancel=generation_run_cancel,
+        message="Generation cancelled. Candidates already on their way are still kept.",
+        page=_generation_page,
+        detail="judging:generation_detail",
+    )
 
 
 @researcher_required

@@ -28,7 +28,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import Min, Model, Q
 from django.utils import timezone
 
-from .models import UnitStatus
+from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,41 @@ def complete_unit(unit, *, status: str = UnitStatus.DONE, attempts: int = 0, **f
 
 def unfinished(unit_model: type[Model], run_id: int):
     return unit_model.objects.filter(run_id=run_id, status__in=[UnitStatus.PENDING, UnitStatus.CLAIMED])
+
+
+# A judge run and a generation run end, stop and start again the same way; only their models differ.
+
+
+def cancel_run(run: Model) -> bool:
+    """Stop handing out the run's units; calls in flight finish. False if it had ended."""
+    changed = (
+        type(run)
+        .objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATES)
+        .update(status=RunStatus.CANCELLED, finished_at=timezone.now())
+    )
+    run.refresh_from_db()
+    return bool(changed)
+
+
+def resume_run(run: Model, *, unit_model: type[Model], enqueue: Callable[[int], None] | None) -> Model:
+    """Queue the run again (``enqueue`` its id after commit): unfinished units, or ones held by a dead worker,
+    are worked; finished ones are kept. A run that is done with nothing left stays as it is."""
+    if run.status == RunStatus.DONE and not unfinished(unit_model, run.pk).exists():
+        return run
+    with transaction.atomic():
+        type(run).objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, finished_at=None, error="")
+        if enqueue:
+            enqueue(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def end_run_if_finished(run_model: type[Model], unit_model: type[Model], run_id: int) -> None:
+    """Mark an active run done once none of its units is left (a cancelled or failed run keeps its status)."""
+    if not unfinished(unit_model, run_id).exists():
+        run_model.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
+            status=RunStatus.DONE, finished_at=timezone.now()
+        )
 
 
 class Job(Protocol):

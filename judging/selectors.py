@@ -14,13 +14,26 @@ from .models import JudgeRun, JudgeUnit, UnitStatus
 
 
 @dataclass(frozen=True)
-class RunProgress:
+class Progress:
+    """How far a run is; judge runs and generation runs add their own counts."""
+
     run: int
     status: str
     total: int
     finished: int
     pending: int
     in_progress: int
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.finished / self.total) if self.total else 100
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "percent": self.percent}
+
+
+@dataclass(frozen=True)
+class RunProgress(Progress):
     judged: int
     unparseable: int
     failed: int
@@ -29,13 +42,6 @@ class RunProgress:
     seconds: float
     position_consistency: float | None
     consistent_pairs: int
-
-    @property
-    def percent(self) -> int:
-        return int(100 * self.finished / self.total) if self.total else 100
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "percent": self.percent}
 
 
 def run_judgments(run: JudgeRun):

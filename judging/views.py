@@ -4,6 +4,7 @@ Only the owner sees a judge, and only a study's owner sees or starts its runs;
 anything else is a 404. API keys are write-only: no page ever renders one.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -50,24 +51,52 @@ def _add_errors(form: Any, exc: ValidationError) -> None:
         form.add_error(None, exc)
 
 
+def _saved[T](request: HttpRequest, form: Any, save: Callable[[], T]) -> T | None:
+    """What ``save`` (a service call) returns for a valid posted form; None when nothing was posted, the
+    form is invalid, or the service refused (its errors are then on the form, to be shown again)."""
+    if request.method != "POST" or not form.is_valid():
+        return None
+    try:
+        return save()
+    except ValidationError as exc:
+        _add_errors(form, exc)
+        return None
+
+
+def _progress_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    """A run's page; only its live progress (the ``progress`` partial) when htmx polls for it."""
+    return render(request, f"{template}#progress" if request.htmx else template, context)
+
+
+def _cancel(
+    request: HttpRequest, run: Any, *, cancel: Callable[..., bool], message: str, page: Callable, detail: str
+) -> HttpResponse:
+    """Cancel a run; htmx gets the run's progress back, a plain form post goes back to the run's page."""
+    if cancel(run=run):
+        messages.info(request, message)
+    if request.htmx:
+        return page(request, run)
+    return redirect(detail, pk=run.pk)
+
+
 @researcher_required
 def judge_list(request: HttpRequest) -> HttpResponse:
     ensure_builtin_templates()
     form = JudgeForm(request.POST or None, instance=JudgeConfig())
-    if request.method == "POST" and form.is_valid():
-        try:
-            judge = judge_create(
-                owner=request.user,
-                name=form.cleaned_data["name"],
-                baseline=form.cleaned_data["baseline"],
-                api_key=form.api_key_change() or None,
-                **form.settings(),
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, f"Judge {judge.name!r} created.")
-            return redirect("judging:judge_list")
+    judge = _saved(
+        request,
+        form,
+        lambda: judge_create(
+            owner=request.user,
+            name=form.cleaned_data["name"],
+            baseline=form.cleaned_data["baseline"],
+            api_key=form.api_key_change() or None,
+            **form.settings(),
+        ),
+    )
+    if judge:
+        messages.success(request, f"Judge {judge.name!r} created.")
+        return redirect("judging:judge_list")
     judges = JudgeConfig.objects.filter(owner=request.user).select_related("rater")
     return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
 
@@ -84,15 +113,16 @@ def baselines_add(request: HttpRequest) -> HttpResponse:
 def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     judge = _judge_for_user(request, pk)
     form = JudgeForm(request.POST or None, instance=judge)
-    if request.method == "POST" and form.is_valid():
-        settings = form.settings()
-        try:
-            judge_update(judge=judge, name=form.cleaned_data["name"], api_key=form.api_key_change(), **settings)
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, "Judge saved.")
-            return redirect("judging:judge_edit", pk=judge.pk)
+    saved = _saved(
+        request,
+        form,
+        lambda: judge_update(
+            judge=judge, name=form.cleaned_data["name"], api_key=form.api_key_change(), **form.settings()
+        ),
+    )
+    if saved:
+        messages.success(request, "Judge saved.")
+        return redirect("judging:judge_edit", pk=judge.pk)
     runs = judge.runs.select_related("study")[:50]
     return render(request, "judging/judge_edit.html", {"judge": judge, "form": form, "runs": runs})
 
@@ -130,40 +160,42 @@ def study_runs_page(
 def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
     study = _study_for_user(request, study_pk)
     form = RunForm(request.POST or None, owner=request.user)
-    if request.method == "POST" and form.is_valid():
-        try:
-            run = run_create(
-                study=study,
-                judge=form.cleaned_data["judge"],
-                trials=form.cleaned_data["trials"],
-                both_orders=form.cleaned_data["both_orders"] or None,
-                created_by=request.user,
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            return redirect("judging:run_detail", pk=run.pk)
+    run = _saved(
+        request,
+        form,
+        lambda: run_create(
+            study=study,
+            judge=form.cleaned_data["judge"],
+            trials=form.cleaned_data["trials"],
+            both_orders=form.cleaned_data["both_orders"] or None,
+            created_by=request.user,
+        ),
+    )
+    if run:
+        return redirect("judging:run_detail", pk=run.pk)
     return study_runs_page(request, study, form=form)
+
+
+def _run_page(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    return _progress_page(request, "judging/run_detail.html", {"run": run, "progress": run_progress(run=run)})
 
 
 @researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = _run_for_user(request, pk)
-    context = {"run": run, "progress": run_progress(run=run)}
-    if request.htmx:
-        return render(request, "judging/run_detail.html#progress", context)
-    return render(request, "judging/run_detail.html", context)
+    return _run_page(request, _run_for_user(request, pk))
 
 
 @researcher_required
 @require_POST
 def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
-    run = _run_for_user(request, pk)
-    if run_cancel(run=run):
-        messages.info(request, "Run cancelled. Answers already on their way are still recorded.")
-    if request.htmx:
-        return render(request, "judging/run_detail.html#progress", {"run": run, "progress": run_progress(run=run)})
-    return redirect("judging:run_detail", pk=run.pk)
+    return _cancel(
+        request,
+        _run_for_user(request, pk),
+        cancel=run_cancel,
+        message="Run cancelled. Answers already on their way are still recorded.",
+        page=_run_page,
+        detail="judging:run_detail",
+    )
 
 
 @researcher_required
@@ -181,14 +213,10 @@ def template_list(request: HttpRequest) -> HttpResponse:
     for template in PromptTemplate.objects.order_by("name", "-version"):
         latest.setdefault(template.name, template)
     form = TemplateForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            template = template_save(created_by=request.user, **form.cleaned_data)
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, f"Saved {template}.")
-            return redirect("judging:template_edit", name=template.name)
+    template = _saved(request, form, lambda: template_save(created_by=request.user, **form.cleaned_data))
+    if template:
+        messages.success(request, f"Saved {template}.")
+        return redirect("judging:template_edit", name=template.name)
     return render(request, "judging/template_list.html", {"templates": latest.values(), "form": form})
 
 
@@ -208,22 +236,22 @@ def template_edit(request: HttpRequest, name: str) -> HttpResponse:
     form = TemplateForm(request.POST or None, initial=initial)
     form.fields["name"].disabled = True
     form.fields["task_type"].disabled = True
-    if request.method == "POST" and form.is_valid():
-        try:
-            template = template_save(
-                name=current.name,
-                task_type=current.task_type,
-                description=form.cleaned_data["description"],
-                system_text=form.cleaned_data["system_text"],
-                user_text=form.cleaned_data["user_text"],
-                response_schema=current.response_schema,
-                created_by=request.user,
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, f"Saved as version {template.version}.")
-            return redirect("judging:template_edit", name=name)
+    template = _saved(
+        request,
+        form,
+        lambda: template_save(
+            name=current.name,
+            task_type=current.task_type,
+            description=form.cleaned_data["description"],
+            system_text=form.cleaned_data["system_text"],
+            user_text=form.cleaned_data["user_text"],
+            response_schema=current.response_schema,
+            created_by=request.user,
+        ),
+    )
+    if template:
+        messages.success(request, f"Saved as version {template.version}.")
+        return redirect("judging:template_edit", name=name)
     return render(request, "judging/template_edit.html", {"current": current, "versions": versions, "form": form})
 
 
@@ -231,13 +259,11 @@ def template_edit(request: HttpRequest, name: str) -> HttpResponse:
 def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
     study = _study_for_user(request, study_pk)
     form = TournamentForm(request.POST or None, owner=request.user)
-    if request.method == "POST" and form.is_valid():
-        try:
-            tournament = tournament_create(owner=request.user, source_study=study, **form.cleaned_data)
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            return redirect("judging:tournament_detail", pk=tournament.pk)
+    tournament = _saved(
+        request, form, lambda: tournament_create(owner=request.user, source_study=study, **form.cleaned_data)
+    )
+    if tournament:
+        return redirect("judging:tournament_detail", pk=tournament.pk)
     return render(request, "judging/tournament_new.html", {"study": study, "form": form})
 
 

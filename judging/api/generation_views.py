@@ -2,12 +2,10 @@
 
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from annotation.api.permissions import IsResearcher
 from annotation.models import Study
 
 from ..models import GenerationRun, GeneratorConfig
@@ -18,102 +16,79 @@ from ..services.generation import (
     generator_create,
     generator_update,
 )
+from .bases import (
+    BaseConfigDetail,
+    BaseConfigListCreate,
+    BaseRunCancel,
+    BaseRunDetail,
+    BaseRunList,
+    BaseRunResume,
+    invalid,
+)
 from .serializers import (
     GenerationRunCreateSerializer,
     GenerationRunSerializer,
     GeneratorSerializer,
-    RunFilterSerializer,
 )
-from .views import ERRORS, _invalid
+from .views import ERRORS
 
 STUDY = OpenApiParameter("study", int, description="Only generation runs on this study.")
 
 
-class GeneratorListCreate(APIView):
-    permission_classes = [IsResearcher]
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="generators_list", summary="Your generators", responses={200: GeneratorSerializer(many=True)}
-    )
-    def get(self, request):
-        return Response(GeneratorSerializer(GeneratorConfig.objects.filter(owner=request.user), many=True).data)
-
-    @extend_schema(
+    ),
+    post=extend_schema(
         operation_id="generators_create",
         summary="Create a generator (api_key is write-only)",
         request=GeneratorSerializer,
         responses={201: GeneratorSerializer, 400: ERRORS},
-    )
-    def post(self, request):
-        serializer = GeneratorSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        try:
-            generator = generator_create(
-                owner=request.user, name=data["name"], api_key=data.get("api_key") or None, **serializer.settings()
-            )
-        except ValidationError as exc:
-            raise _invalid(exc) from None
-        return Response(GeneratorSerializer(generator).data, status=status.HTTP_201_CREATED)
+    ),
+)
+class GeneratorListCreate(BaseConfigListCreate):
+    config_model = GeneratorConfig
+    config_serializer = GeneratorSerializer
+
+    def create(self, *, owner, data, api_key, settings) -> GeneratorConfig:
+        return generator_create(owner=owner, name=data["name"], api_key=api_key, **settings)
 
 
-class GeneratorDetail(APIView):
-    permission_classes = [IsResearcher]
-
-    def _generator(self, request, pk) -> GeneratorConfig:
-        return get_object_or_404(GeneratorConfig, pk=pk, owner=request.user)
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="generators_retrieve", summary="One of your generators", responses={200: GeneratorSerializer}
-    )
-    def get(self, request, pk):
-        return Response(GeneratorSerializer(self._generator(request, pk)).data)
-
-    @extend_schema(
+    ),
+    patch=extend_schema(
         operation_id="generators_update",
         summary='Change a generator; api_key replaces the stored key, "" removes it',
         request=GeneratorSerializer,
         responses={200: GeneratorSerializer, 400: ERRORS},
-    )
-    def patch(self, request, pk):
-        generator = self._generator(request, pk)
-        serializer = GeneratorSerializer(generator, data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        changes = serializer.settings()
-        if "name" in serializer.validated_data:
-            changes["name"] = serializer.validated_data["name"]
-        try:
-            generator_update(generator=generator, api_key=serializer.validated_data.get("api_key"), **changes)
-        except ValidationError as exc:
-            raise _invalid(exc) from None
-        return Response(GeneratorSerializer(generator).data)
+    ),
+)
+class GeneratorDetail(BaseConfigDetail):
+    config_model = GeneratorConfig
+    config_serializer = GeneratorSerializer
+
+    def update(self, config: GeneratorConfig, *, api_key, changes) -> None:
+        generator_update(generator=config, api_key=api_key, **changes)
 
 
-def _generation(request, pk) -> GenerationRun:
-    return get_object_or_404(GenerationRun, pk=pk, study__owner=request.user)
+class _GenerationRuns:
+    run_serializer = GenerationRunSerializer
+
+    def runs(self, request):
+        return GenerationRun.objects.filter(study__owner=request.user).prefetch_related("generators")
 
 
-def _with_progress(run: GenerationRun, **kwargs) -> Response:
-    return Response(GenerationRunSerializer(run, context={"with_progress": True}).data, **kwargs)
-
-
-class GenerationRunListCreate(APIView):
-    permission_classes = [IsResearcher]
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="generation_runs_list",
         summary="Generation runs on your studies",
         parameters=[STUDY],
         responses={200: GenerationRunSerializer(many=True)},
     )
-    def get(self, request):
-        filters = RunFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        runs = GenerationRun.objects.filter(study__owner=request.user).prefetch_related("generators")
-        if filters.validated_data.get("study"):
-            runs = runs.filter(study_id=filters.validated_data["study"])
-        return Response(GenerationRunSerializer(runs[:500], many=True).data)
-
+)
+class GenerationRunListCreate(_GenerationRuns, BaseRunList):
     @extend_schema(
         operation_id="generation_runs_create",
         summary="Queue a generation run: each generator writes one candidate per prompt of the study",
@@ -132,45 +107,40 @@ class GenerationRunListCreate(APIView):
         try:
             run = generation_run_create(study=study, generators=generators, created_by=request.user)
         except ValidationError as exc:
-            raise _invalid(exc) from None
-        return _with_progress(run, status=status.HTTP_201_CREATED)
+            raise invalid(exc) from None
+        return self.with_progress(run, status=status.HTTP_201_CREATED)
 
 
-class GenerationRunDetail(APIView):
-    permission_classes = [IsResearcher]
-
-    @extend_schema(
+@extend_schema_view(
+    get=extend_schema(
         operation_id="generation_runs_retrieve",
         summary="A generation run with its progress",
         responses={200: GenerationRunSerializer},
     )
-    def get(self, request, pk):
-        return _with_progress(_generation(request, pk))
+)
+class GenerationRunDetail(_GenerationRuns, BaseRunDetail):
+    pass
 
 
-class GenerationRunCancel(APIView):
-    permission_classes = [IsResearcher]
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         operation_id="generation_runs_cancel",
         summary="Cancel a generation run (calls in flight are kept)",
         request=None,
         responses={200: GenerationRunSerializer},
     )
-    def post(self, request, pk):
-        run = _generation(request, pk)
-        generation_run_cancel(run=run)
-        return _with_progress(run)
+)
+class GenerationRunCancel(_GenerationRuns, BaseRunCancel):
+    cancel = staticmethod(generation_run_cancel)
 
 
-class GenerationRunResume(APIView):
-    permission_classes = [IsResearcher]
-
-    @extend_schema(
+@extend_schema_view(
+    post=extend_schema(
         operation_id="generation_runs_resume",
         summary="Queue a generation run again; written candidates are kept",
         request=None,
         responses={200: GenerationRunSerializer},
     )
-    def post(self, request, pk):
-        return _with_progress(generation_run_resume(run=_generation(request, pk)))
+)
+class GenerationRunResume(_GenerationRuns, BaseRunResume):
+    resume = staticmethod(generation_run_resume)

@@ -8,10 +8,21 @@ from ..services.generation import GENERATOR_SETTINGS
 from ..services.judges import JUDGE_SETTINGS
 
 
-class JudgeSerializer(serializers.ModelSerializer):
+# A judge's or generator's endpoint settings; the key is write-only. A comment, not a docstring: drf-spectacular
+# would publish a docstring as the Judge and Generator schemas' description.
+class EndpointSerializer(serializers.ModelSerializer):
     api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=True)
     has_api_key = serializers.BooleanField(read_only=True)
     key_source = serializers.CharField(read_only=True)
+    setting_names: tuple[str, ...] = ()
+
+    def settings(self) -> dict:
+        """The validated settings in the shape the services take (no name, no key)."""
+        return {k: v for k, v in self.validated_data.items() if k in self.setting_names}
+
+
+class JudgeSerializer(EndpointSerializer):
+    setting_names = JUDGE_SETTINGS
     rater = serializers.IntegerField(source="rater_id", read_only=True)
 
     class Meta:
@@ -30,9 +41,6 @@ class JudgeSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "rater", "created_at"]
         # Validation is the services' job; the model's own constraints are checked there.
         validators: list = []
-
-    def settings(self) -> dict:
-        return {k: v for k, v in self.validated_data.items() if k in JUDGE_SETTINGS}
 
 
 # Ids are 64-bit in the database; a bigger number would fail in the query instead of answering 400.
@@ -103,10 +111,8 @@ class TemplateSerializer(serializers.ModelSerializer):
         validators: list = []
 
 
-class GeneratorSerializer(serializers.ModelSerializer):
-    api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=True)
-    has_api_key = serializers.BooleanField(read_only=True)
-    key_source = serializers.CharField(read_only=True)
+class GeneratorSerializer(EndpointSerializer):
+    setting_names = GENERATOR_SETTINGS
 
     class Meta:
         model = GeneratorConfig
@@ -115,9 +121,6 @@ class GeneratorSerializer(serializers.ModelSerializer):
         extra_kwargs = {"user_text": {"required": False}}
         # Validation is the services' job; the model's own constraints are checked there.
         validators: list = []
-
-    def settings(self) -> dict:
-        return {k: v for k, v in self.validated_data.items() if k in GENERATOR_SETTINGS}
 
 
 class GenerationRunCreateSerializer(serializers.Serializer):

@@ -30,8 +30,8 @@ from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, Generator
 from ..parsing import Parsed, find_json_object
 from ..prompts.render import render
 from ..retry import ABANDONED, OK, RetryPolicy, ask
-from ..runner import complete_unit, drive, release_unit, unfinished
-from .judges import _check_base_url
+from ..runner import cancel_run, complete_unit, drive, end_run_if_finished, release_unit, resume_run
+from .judges import _check_base_url, set_endpoint_settings
 
 DEFAULT_GENERATOR_PROMPT = (
     "Write one short, original joke for this prompt. Reply with the joke only, no introduction.\n\nPrompt: {{ prompt }}"
@@ -74,13 +74,7 @@ BARE_PROMPT_TASK_TYPES = "rating scale, binary label, micro-edit or written expl
 
 
 def _apply_generator(generator: GeneratorConfig, changes: dict[str, Any]) -> None:
-    unknown = set(changes) - set(GENERATOR_SETTINGS)
-    if unknown:
-        raise ValidationError(f"Unknown generator setting(s): {', '.join(sorted(unknown))}.")
-    for key, value in changes.items():
-        setattr(generator, key, value)
-    if generator.api_key_env:
-        generator.api_key_encrypted = ""
+    set_endpoint_settings(generator, changes, known=GENERATOR_SETTINGS, kind="generator")
     generator.user_text = generator.user_text or DEFAULT_GENERATOR_PROMPT
     _check_base_url(generator.base_url)
     if not (generator.base_url and generator.model):
@@ -193,23 +187,12 @@ def _enqueue(run_id: int) -> None:
 
 def generation_run_cancel(*, run: GenerationRun) -> bool:
     """Stop handing out the run's units; calls in flight finish and are kept. False if it had ended."""
-    changed = GenerationRun.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATES).update(
-        status=RunStatus.CANCELLED, finished_at=timezone.now()
-    )
-    run.refresh_from_db()
-    return bool(changed)
+    return cancel_run(run)
 
 
 def generation_run_resume(*, run: GenerationRun, enqueue: bool = True) -> GenerationRun:
     """Queue the run again: unfinished units (or ones held by a dead worker) are worked; written candidates stay."""
-    if run.status == RunStatus.DONE and not unfinished(GenerationUnit, run.pk).exists():
-        return run
-    with transaction.atomic():
-        GenerationRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, finished_at=None, error="")
-        if enqueue:
-            _enqueue(run.pk)
-    run.refresh_from_db()
-    return run
+    return resume_run(run, unit_model=GenerationUnit, enqueue=_enqueue if enqueue else None)
 
 
 def generation_run_fail(*, run_id: int, error: str) -> None:
@@ -355,7 +338,5 @@ def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
         result = drive(job, run_id=run_id, is_cancelled=is_cancelled)
     finally:
         job.close()
-    if not result.cancelled and not unfinished(GenerationUnit, run_id).exists():
-        GenerationRun.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
-            status=RunStatus.DONE, finished_at=timezone.now()
-        )
+    if not result.cancelled:
+        end_run_if_finished(GenerationRun, GenerationUnit, run_id)

@@ -12,7 +12,7 @@ from annotation.models import Rater
 from annotation.task_types import TASK_TYPES
 
 from ..keys import set_api_key
-from ..models import JudgeConfig
+from ..models import EndpointSettings, JudgeConfig
 
 # A judge's settings, in the order forms and the API show them.
 JUDGE_SETTINGS = (
@@ -75,14 +75,19 @@ def _check_templates(templates: Any) -> None:
         raise ValidationError("Templates must map task types to template names.")
 
 
-def _apply(judge: JudgeConfig, changes: dict[str, Any]) -> None:
-    unknown = set(changes) - SETTINGS
+def set_endpoint_settings(config: EndpointSettings, changes: dict[str, Any], *, known, kind: str) -> None:
+    """Set a judge's or generator's settings; naming the key's environment variable drops a stored key."""
+    unknown = set(changes) - set(known)
     if unknown:
-        raise ValidationError(f"Unknown judge setting(s): {', '.join(sorted(unknown))}.")
+        raise ValidationError(f"Unknown {kind} setting(s): {', '.join(sorted(unknown))}.")
     for key, value in changes.items():
-        setattr(judge, key, value)
-    if judge.api_key_env:
-        judge.api_key_encrypted = ""
+        setattr(config, key, value)
+    if config.api_key_env:
+        config.api_key_encrypted = ""
+
+
+def _apply(judge: JudgeConfig, changes: dict[str, Any]) -> None:
+    set_endpoint_settings(judge, changes, known=SETTINGS, kind="judge")
     _check_base_url(judge.base_url)
     _check_templates(judge.templates)
     if not judge.baseline and not (judge.base_url and judge.model):

@@ -22,7 +22,7 @@ from annotation.services.assignment import assignment_for_judge
 
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
-from ..runner import DriveResult, drive, unfinished
+from ..runner import DriveResult, cancel_run, drive, end_run_if_finished, resume_run
 from .templates import template_for
 
 logger = logging.getLogger(__name__)
@@ -84,23 +84,12 @@ def run_create(
 
 def run_cancel(*, run: JudgeRun) -> bool:
     """Stop handing out the run's units; calls in flight finish and are recorded. False if it had ended."""
-    changed = JudgeRun.objects.filter(pk=run.pk, status__in=ACTIVE_RUN_STATES).update(
-        status=RunStatus.CANCELLED, finished_at=timezone.now()
-    )
-    run.refresh_from_db()
-    return bool(changed)
+    return cancel_run(run)
 
 
 def run_resume(*, run: JudgeRun, enqueue: bool = True) -> JudgeRun:
     """Queue the run again: units not yet done (or held by a dead worker) are worked; done ones are kept."""
-    if not unfinished(JudgeUnit, run.pk).exists() and run.status == RunStatus.DONE:
-        return run
-    with transaction.atomic():
-        JudgeRun.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, finished_at=None, error="")
-        if enqueue:
-            _enqueue(run.pk)
-    run.refresh_from_db()
-    return run
+    return resume_run(run, unit_model=JudgeUnit, enqueue=_enqueue if enqueue else None)
 
 
 def unit_assignment(*, unit: JudgeUnit, run: JudgeRun) -> Assignment:
@@ -158,8 +147,6 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
         result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
     finally:
         job.close()
-    if not result.cancelled and not unfinished(JudgeUnit, run_id).exists():
-        JudgeRun.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
-            status=RunStatus.DONE, finished_at=timezone.now()
-        )
+    if not result.cancelled:
+        end_run_if_finished(JudgeRun, JudgeUnit, run_id)
     return result
