@@ -6,6 +6,7 @@ classes here have comments, not docstrings: drf-spectacular would publish a
 docstring as every inheriting operation's description.
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -37,9 +38,10 @@ class _Configs(APIView):
 
 
 # GET the researcher's own configs; POST a new one (api_key is write-only).
-class BaseConfigListCreate(_Configs):
+class BaseConfigListCreate(_Configs, ABC):
+    @abstractmethod
     def create(self, *, owner, data: dict[str, Any], api_key: str | None, settings: dict[str, Any]) -> Model:
-        raise NotImplementedError
+        """Create the config through its service."""
 
     def get(self, request):
         return Response(self.config_serializer(self.configs(request), many=True).data)
@@ -60,9 +62,10 @@ class BaseConfigListCreate(_Configs):
 
 
 # GET or PATCH one of the researcher's configs; another's is a 404.
-class BaseConfigDetail(_Configs):
+class BaseConfigDetail(_Configs, ABC):
+    @abstractmethod
     def update(self, config: Model, *, api_key: str | None, changes: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Apply the changes through the config's service."""
 
     def config(self, request, pk) -> Model:
         return get_object_or_404(self.configs(request), pk=pk)
@@ -85,12 +88,13 @@ class BaseConfigDetail(_Configs):
 
 
 # Runs on the researcher's own studies; another's run is a 404.
-class _Runs(APIView):
+class _Runs(APIView, ABC):
     permission_classes = [IsResearcher]
     run_serializer: type[serializers.ModelSerializer]
 
+    @abstractmethod
     def runs(self, request) -> QuerySet:
-        raise NotImplementedError
+        """The runs this researcher may see."""
 
     def run(self, request, pk) -> Model:
         return get_object_or_404(self.runs(request), pk=pk)
