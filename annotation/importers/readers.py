@@ -129,7 +129,7 @@ def read_csv(data: bytes, *, task_type: TaskType) -> Iterator[RowResult]:
     return _rows_from_table(rows(), task_type=task_type)
 
 
-def _open_workbook(data: bytes, *, data_only: bool):
+def open_workbook(data: bytes, *, data_only: bool):
     # openpyxl is slow to import; only XLSX uploads pay for it.
     from openpyxl import load_workbook
     from openpyxl.utils.exceptions import InvalidFileException
@@ -148,8 +148,8 @@ def read_xlsx(data: bytes, *, task_type: TaskType) -> Iterator[RowResult]:
     formula cell the file holds no computed value for (a sheet written by a
     program, never opened in Excel) is a row error rather than a silent blank.
     """
-    values_book = _open_workbook(data, data_only=True)
-    formulas_book = _open_workbook(data, data_only=False)
+    values_book = open_workbook(data, data_only=True)
+    formulas_book = open_workbook(data, data_only=False)
     try:
         if not values_book.worksheets:
             raise FileProblem("The workbook has no sheets.")

@@ -18,7 +18,7 @@ from typing import Any
 from ..importers.cells import cell_text
 from ..importers.files import check_size
 from ..importers.items import FileProblem
-from ..importers.readers import _open_workbook, decode_utf8, detect_format, sniff_delimiter
+from ..importers.readers import decode_utf8, detect_format, open_workbook, sniff_delimiter
 from ..models import ItemImport
 
 
@@ -90,7 +90,7 @@ def _csv(data: bytes) -> Table:
 
 
 def _xlsx(data: bytes) -> Table:
-    book = _open_workbook(data, data_only=True)
+    book = open_workbook(data, data_only=True)
     try:
         if not book.worksheets:
             raise FileProblem("The workbook has no sheets.")

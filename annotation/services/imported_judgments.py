@@ -75,9 +75,7 @@ def _check(study: Study, rows: list[ImportedJudgment], items: dict[str, Item]) -
     return problems, cleaned
 
 
-def judgments_import(
-    *, study: Study, judgments: Iterable[ImportedJudgment], items_by_id: dict[str, Item] | None = None
-) -> int:
+def judgments_import(*, study: Study, judgments: Iterable[ImportedJudgment]) -> int:
     """Store answers given outside the platform; returns how many were written.
 
     A rater who already judged an item in this study (from an earlier import)
@@ -87,7 +85,7 @@ def judgments_import(
     if not rows:
         return 0
     with transaction.atomic():
-        items = items_by_id or {item.external_id: item for item in study.items.prefetch_related("candidates")}
+        items = {item.external_id: item for item in study.items.prefetch_related("candidates")}
         problems, values = _check(study, rows, items)
         raters = _raters(study, {(r.rater, r.kind) for r in rows if r.rater.strip()}, problems)
         if not problems:
