@@ -6,15 +6,14 @@ carrying each mechanism or delivery feature, share of its losses carrying
 each failure feature).
 """
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from ratings.stats.bradley_terry import bradley_terry, bradley_terry_bootstrap
 from ratings.stats.elo import stable_elo
+from ratings.stats.features import feature_tallies
 from ratings.stats.pairwise import win_matrix, win_rates
 
 from .prompts.builtin import DELIVERY_FEATURES, FAILURE_FEATURES, HUMOR_MECHANISMS
@@ -92,24 +91,14 @@ def leaderboard(
 
 
 def _feature_tallies(names: Sequence[str], verdicts: Sequence[Verdict]) -> dict[str, dict[str, dict[str, float]]]:
-    wins: Counter = Counter()
-    losses: Counter = Counter()
-    win_feats: dict[str, Counter] = {n: Counter() for n in names}
-    loss_feats: dict[str, Counter] = {n: Counter() for n in names}
-    for v in verdicts:
-        if v.score == 0.5:
-            continue
-        winner, loser = (v.first, v.second) if v.score == 1.0 else (v.second, v.first)
-        wins[winner] += 1
-        losses[loser] += 1
-        for feature in {*v.features.get("humor_mechanisms", []), *v.features.get("delivery_features", [])}:
-            win_feats[winner][feature] += 1
-        for feature in set(v.features.get("failure_features", [])):
-            loss_feats[loser][feature] += 1
-    result: dict[str, dict[str, dict[str, Any]]] = {}
-    for n in names:
-        result[n] = {
-            "win": {f: win_feats[n][f] / wins[n] for f in (*HUMOR_MECHANISMS, *DELIVERY_FEATURES)} if wins[n] else {},
-            "loss": {f: loss_feats[n][f] / losses[n] for f in FAILURE_FEATURES} if losses[n] else {},
+    """Per contestant, the share of its wins (losses) whose verdict names each feature of the closed vocabulary."""
+    tallies = feature_tallies(verdicts)
+    return {
+        n: {
+            "win": {f: tallies.win_share(n, f) for f in (*HUMOR_MECHANISMS, *DELIVERY_FEATURES)}
+            if tallies.wins[n]
+            else {},
+            "loss": {f: tallies.loss_share(n, f) for f in FAILURE_FEATURES} if tallies.losses[n] else {},
         }
-    return result
+        for n in names
+    }

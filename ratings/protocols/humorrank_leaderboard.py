@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from typing import Any
 
 from .. import plots
 from ..stats import intransitive_triads, ranking_kendall_tau, win_rate_matrix
-from .base import Figure, Section, Table
+from ..stats.features import LOSS_GROUPS, WIN_GROUPS, feature_tallies
+from .base import Figure, Section, Table, rounded
 from .humorrank_rankings import Ranking
 
-WIN_GROUPS = ("humor_mechanisms", "delivery_features")
-LOSS_GROUP = "failure_features"
+(LOSS_GROUP,) = LOSS_GROUPS
 
 
 def leaderboard_section(rankings: list[Ranking]) -> Section:
@@ -130,38 +129,17 @@ def agreement_section(rankings: list[Ranking]) -> tuple[Section, list[tuple[str,
 
 
 def _feature_shares(r: Ranking) -> tuple[list[str], list[list[float | None]], int]:
-    wins, losses = Counter(), Counter()
-    win_feats: dict[str, Counter] = {n: Counter() for n in r.names}
-    loss_feats: dict[str, Counter] = {n: Counter() for n in r.names}
-    seen: dict[str, set[str]] = {g: set() for g in (*WIN_GROUPS, LOSS_GROUP)}
-    with_features = 0
-    for v in r.verdicts:
-        if any(v.features.get(g) for g in seen):
-            with_features += 1
-        if v.score == 0.5:
-            continue
-        winner = v.winner
-        loser = v.second if winner == v.first else v.first
-        wins[winner] += 1
-        losses[loser] += 1
-        for g in WIN_GROUPS:
-            seen[g].update(v.features.get(g) or [])
-        seen[LOSS_GROUP].update(v.features.get(LOSS_GROUP) or [])
-        for f in {f for g in WIN_GROUPS for f in v.features.get(g) or []}:
-            win_feats[winner][f] += 1
-        for f in set(v.features.get(LOSS_GROUP) or []):
-            loss_feats[loser][f] += 1
-    columns = [f"win: {f}" for g in WIN_GROUPS for f in sorted(seen[g])]
-    columns += [f"loss: {f}" for f in sorted(seen[LOSS_GROUP])]
-    rows = []
-    for name in r.result["ranking"]:
-        row: list[float | None] = []
-        for col in columns:
-            side, _, feature = col.partition(": ")
-            counts, total = (win_feats, wins) if side == "win" else (loss_feats, losses)
-            row.append(round(counts[name][feature] / total[name], 4) if total[name] else None)
-        rows.append(row)
-    return columns, rows, with_features
+    """Columns for every feature the verdicts name (not only the closed vocabulary), a row per contestant."""
+    tallies = feature_tallies(r.verdicts, win_groups=WIN_GROUPS, loss_groups=(LOSS_GROUP,))
+    win_columns = [f for g in WIN_GROUPS for f in sorted(tallies.seen[g])]
+    loss_columns = sorted(tallies.seen[LOSS_GROUP])
+    rows = [
+        [rounded(tallies.win_share(name, f), 4) for f in win_columns]
+        + [rounded(tallies.loss_share(name, f), 4) for f in loss_columns]
+        for name in r.result["ranking"]
+    ]
+    columns = [f"win: {f}" for f in win_columns] + [f"loss: {f}" for f in loss_columns]
+    return columns, rows, tallies.with_features
 
 
 def feature_section(rankings: list[Ranking], notes: list[str]) -> Section:
