@@ -324,31 +324,40 @@ def alignment_report(
 # -- JSON -------------------------------------------------------------------------------
 
 
+def to_plain(value: Any, *, path: str = "", undefined: list[str] | None = None) -> Any:
+    """JSON-ready: numpy scalars and arrays to Python, tuples to lists, NaN/infinity to None.
+
+    The path of each undefined number is added to ``undefined`` when a list is given.
+    """
+    if isinstance(value, dict):
+        return {
+            str(k): to_plain(v, path=f"{path}.{k}" if path else str(k), undefined=undefined) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v, path=f"{path}[{i}]", undefined=undefined) for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        return to_plain(value.tolist(), path=path, undefined=undefined)
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if math.isfinite(value):
+            return float(value)
+        if undefined is not None:
+            undefined.append(path)
+        return None
+    return value
+
+
 def json_ready(report: dict[str, Any]) -> dict[str, Any]:
     """Replace NaN/infinity with None (noting each in ``warnings``) and numpy scalars with Python ones."""
-    notes: list[str] = []
-
-    def clean(value: Any, path: str) -> Any:
-        if isinstance(value, dict):
-            return {str(k): clean(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, np.ndarray):
-            return clean(value.tolist(), path)
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        if isinstance(value, (int, np.integer)):
-            return int(value)
-        if isinstance(value, (float, np.floating)):
-            if math.isfinite(value):
-                return float(value)
-            notes.append(f"{path} is undefined for these data (reported as null)")
-            return None
-        return value
-
-    cleaned = clean(report, "")
+    undefined: list[str] = []
+    cleaned = to_plain(report, undefined=undefined)
     cleaned.setdefault("warnings", [])
-    cleaned["warnings"] = list(cleaned["warnings"]) + notes
+    cleaned["warnings"] = list(cleaned["warnings"]) + [
+        f"{path} is undefined for these data (reported as null)" for path in undefined
+    ]
     return cleaned
 
 

@@ -10,7 +10,6 @@ computes with ``ratings.stats``.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 from annotation.models import Study
 
 from ..plots import Plot
+from ..services import to_plain
 
 
 @dataclass
@@ -107,28 +107,14 @@ def rounded(value: Any, digits: int = 3) -> float | None:
     return round(value, digits) if math.isfinite(value) else None
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready: numpy scalars to Python, NaN/inf to None, tuples to lists."""
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        with contextlib.suppress(TypeError, ValueError):
-            value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def report_json(report: ProtocolReport) -> dict[str, Any]:
     return {
         "study": report.study.slug,
         "protocol": report.study.protocol,
         "title": report.title,
-        "summary": {name: _plain(value) for name, value in report.summary},
+        "summary": {name: to_plain(value) for name, value in report.summary},
         "tables": {
-            t.key: {"title": t.title, "columns": t.columns, "rows": _plain(t.rows), "note": t.note}
+            t.key: {"title": t.title, "columns": t.columns, "rows": to_plain(t.rows), "note": t.note}
             for t in report.tables()
         },
         "figures": [f.key for f in report.figures()],

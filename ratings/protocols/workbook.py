@@ -9,7 +9,8 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from ..exports.safe_cells import xlsx_row
-from .base import ProtocolReport, _plain
+from ..services import to_plain
+from .base import ProtocolReport
 
 BOLD = Font(bold=True)
 SHEET_NAME_MAX = 31
@@ -35,7 +36,7 @@ def write_report_workbook(report: ProtocolReport, stream: IO[bytes]) -> None:
     summary.append(xlsx_row(summary, ["Template", report.study.protocol]))
     summary.append([])
     for name, value in report.summary:
-        summary.append(xlsx_row(summary, [name, _plain(value)]))
+        summary.append(xlsx_row(summary, [name, to_plain(value)]))
     if report.notes:
         summary.append([])
         summary.append(xlsx_row(summary, ["Notes"], font=BOLD))
@@ -53,7 +54,7 @@ def write_report_workbook(report: ProtocolReport, stream: IO[bytes]) -> None:
 
 
 def _cell(value):
-    value = _plain(value)
+    value = to_plain(value)
     if isinstance(value, (list, dict)):
         return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
     return value
