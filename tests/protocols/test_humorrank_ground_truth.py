@@ -56,10 +56,14 @@ def truthful_verdict(request: dict) -> str:
     text = prompt_text(request)
     a = AUTHOR[re.search(r"Joke A: (.*)", text).group(1).strip()]
     b = AUTHOR[re.search(r"Joke B: (.*)", text).group(1).strip()]
-    # Seeded by the request and the judge's model name: the same question gets the same answer.
-    digest = hashlib.sha256((request.get("model", "") + text).encode()).digest()
+    # Seeded by the judge's model name and the two jokes in a fixed order, not by the prompt text:
+    # the match study shows A and B in an order drawn per study, and the verdict must not depend
+    # on it, so every run of this test plays the same tournament.
+    x, y = sorted((a, b))
+    jokes = "|".join(sorted(re.search(rf"Joke {side}: (.*)", text).group(1).strip() for side in "AB"))
+    digest = hashlib.sha256((request.get("model", "") + jokes).encode()).digest()
     draw = np.random.default_rng(int.from_bytes(digest[:8], "big")).random()
-    winner, loser = (a, b) if draw < p_first_wins(a, b) else (b, a)
+    winner, loser = (x, y) if draw < p_first_wins(x, y) else (y, x)
     return json.dumps(
         {
             "reasoning": f"The {winner} lands it.",
