@@ -4,7 +4,8 @@ Until now every template was global: any researcher could save a new version of 
 and a judge named its templates, so its next run took whatever version was newest.
 
 Who owns a template (every version of one name goes together):
-- the researchers whose judges name it: they are the ones relying on it. With one such
+- the researchers whose judges name it (for its own task type: they are the ones relying
+  on it; a judge naming it for another task type had its runs refused). With one such
   researcher the versions become theirs; with several, each gets a copy of every version
   (same name and version numbers) and their own earlier runs point at their copy;
 - else the one researcher who wrote all its versions (``created_by``);
@@ -25,12 +26,14 @@ from collections import defaultdict
 from django.db import migrations
 
 
-def _owners_of_names(JudgeConfig) -> dict[str, list[int]]:
-    """For each template name, the owners of the judges that name it, in the order of their first judge."""
+def _owners_of_names(JudgeConfig, PromptTemplate) -> dict[str, list[int]]:
+    """For each template name, the owners of the judges that name it for its own task type (a run of
+    theirs used it; under another task type it was refused), in the order of their first judge."""
+    task_type_of = dict(PromptTemplate.objects.order_by("name", "version").values_list("name", "task_type"))
     users: dict[str, list[int]] = defaultdict(list)
     for judge in JudgeConfig.objects.order_by("pk"):
-        for name in (judge.templates or {}).values():
-            if isinstance(name, str) and judge.owner_id not in users[name]:
+        for task_type, name in (judge.templates or {}).items():
+            if task_type_of.get(name) == task_type and judge.owner_id not in users[name]:
                 users[name].append(judge.owner_id)
     return users
 
@@ -77,7 +80,7 @@ def assign_owners(apps, schema_editor):
     JudgeTemplate = apps.get_model("judging", "JudgeTemplate")
     JudgeRun = apps.get_model("judging", "JudgeRun")
 
-    users = _owners_of_names(JudgeConfig)
+    users = _owners_of_names(JudgeConfig, PromptTemplate)
     versions: dict[str, list] = defaultdict(list)
     for template in PromptTemplate.objects.filter(builtin=False).order_by("name", "version"):
         versions[template.name].append(template)
