@@ -100,9 +100,9 @@ def owned_study_or_404(request: HttpRequest, **lookup: Any) -> Study:
     return get_owned_or_404(Study, user=request.user, **lookup)
 
 
+# For class-based views (DRF ``APIView`` included): the request user's rows, and one of them or 404.
+# A comment, not a docstring: drf-spectacular would publish a docstring as every API operation's description.
 class OwnedObjectsMixin:
-    """For class-based views (DRF ``APIView`` included): the request user's rows, and one of them or 404."""
-
     request: Any
 
     def owned(self, source: QuerySet | type[Model]) -> QuerySet:

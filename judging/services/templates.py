@@ -8,6 +8,7 @@ ones; another researcher's templates never come into it. Access goes through
 ``annotation.access`` like every other owned object.
 """
 
+import re
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -108,16 +109,24 @@ def template_pick(*, owner: AbstractBaseUser, task_type: str, spec: Any) -> Prom
     return template
 
 
+# What a saved template's name and version can be (a SlugField of 80, a PostgreSQL integer); anything else is
+# refused before it reaches a query, where a NUL or a 30-digit number would be a server error.
+NAME = re.compile(r"[-a-zA-Z0-9_]{1,80}")
+MAX_VERSION = 2**31 - 1
+
+
 def _parse_spec(spec: Any) -> tuple[str, int | None]:
-    if isinstance(spec, str) and spec:
-        return spec, None
-    if isinstance(spec, dict) and set(spec) <= {"name", "version"} and isinstance(spec.get("name"), str):
-        version = spec.get("version")
-        if version is None or (isinstance(version, int) and not isinstance(version, bool) and version >= 1):
-            return spec["name"], version
-    raise ValidationError(
-        "Templates must map task types to a template name, or to {name, version} for one version of it."
+    name, version = (spec, None) if isinstance(spec, str) else (None, None)
+    if isinstance(spec, dict) and set(spec) <= {"name", "version"}:
+        name, version = spec.get("name"), spec.get("version")
+    ok_version = version is None or (
+        isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= MAX_VERSION
     )
+    if not (isinstance(name, str) and NAME.fullmatch(name) and ok_version):
+        raise ValidationError(
+            "Templates must map task types to a template name, or to {name, version} for one version of it."
+        )
+    return name, version
 
 
 def template_choices(*, user: AbstractBaseUser | None) -> tuple[list[PromptTemplate], list[PromptTemplate]]:

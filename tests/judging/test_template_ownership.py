@@ -144,6 +144,18 @@ class TestTemplateApi:
         assert missing.json() == {"detail": ["There is no prompt template named 'no-such-critic'."]}
         assert not JudgeConfig.objects.filter(owner__username="otto").exists()
 
+    @pytest.mark.parametrize(
+        "spec", ["has\x00nul", {"name": "funny-or-not", "version": 10**30}, {"name": "x", "colour": 1}, ["x"]]
+    )
+    def test_a_template_that_cannot_exist_is_a_clear_400(self, otto, spec):
+        response = otto.post(
+            "/api/judging/judges/",
+            {"name": "odd", "base_url": "http://127.0.0.1:8080/v1", "model": "m", "templates": {"binary": spec}},
+            content_type="application/json",
+        )
+        assert response.status_code == 400
+        assert "Templates must map task types to a template name" in response.content.decode()
+
     def test_the_judge_form_does_not_offer_or_take_another_researchers_template(self, otto, ritas_template):
         page = otto.get("/judging/judges/").content.decode()
         assert "rita-critic" not in page
