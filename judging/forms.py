@@ -82,7 +82,8 @@ class JudgeForm(EndpointForm):
         # Choices: the newest version of the owner's own templates and of the shared ones, plus the version
         # the judge is pinned to (which may be older). Another researcher's templates are never offered.
         own, shared = template_choices(user=owner)
-        pinned = {pin.task_type: pin.template for pin in self.instance.template_pins.all()} if self.instance.pk else {}
+        pins = self.instance.template_pins.select_related("template") if self.instance.pk else []
+        pinned = {pin.task_type: pin.template for pin in pins}
         self._offered: dict[str, dict[str, PromptTemplate]] = {}
         for task_type in TASK_TYPES:
             offered = {str(t.pk): t for t in [*own, *shared, pinned.get(task_type)] if t and t.task_type == task_type}
