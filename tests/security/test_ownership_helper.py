@@ -134,9 +134,6 @@ class TestOneHomeForTheOwnershipCheck:
         ]
         assert places == [], "Use annotation.access (owned_by, get_owned_or_404, ...) instead:\n" + "\n".join(places)
 
-    def test_the_helper_itself_is_what_does_the_check(self):
-        assert "owner_path" in HELPER.read_text()
-
 
 class TestWhatTheHelperSays:
     def test_every_owned_model_knows_its_owner(self):
