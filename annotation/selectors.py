@@ -9,8 +9,8 @@ from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, QuerySet
-from django.http import Http404
 
+from .access import owned_by
 from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
 
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
@@ -19,21 +19,13 @@ HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 def studies_owned(*, user: AbstractBaseUser) -> QuerySet[Study]:
     """The user's own studies with item and judgment counts."""
     return (
-        Study.objects.filter(owner=user)
+        owned_by(Study, user=user)
         .annotate(
             n_items=Count("items", filter=Q(items__is_attention_check=False), distinct=True),
             n_judgments=Count("judgments", distinct=True),
         )
         .order_by("-created_at", "-id")
     )
-
-
-def study_owned(*, user: AbstractBaseUser, pk: int) -> Study:
-    """One of the user's studies; 404 for anyone else's, so their existence is not revealed."""
-    study = Study.objects.filter(owner=user, pk=pk).first()
-    if study is None:
-        raise Http404("No such study.")
-    return study
 
 
 def study_items(*, study: Study) -> QuerySet[Item]:

@@ -4,10 +4,13 @@ from typing import Any
 
 from django import forms
 
+from annotation.access import owned_by
 from annotation.task_types import TASK_TYPES
 
 from .models import GeneratorConfig, JudgeConfig, PromptTemplate, Tournament
+from .prompts import DEFAULT_TEMPLATE
 from .services.generation import DEFAULT_GENERATOR_PROMPT, GENERATOR_SETTINGS
+from .services.templates import template_choices
 
 JUDGE_FIELDS = [
     "name",
@@ -74,18 +77,24 @@ class JudgeForm(EndpointForm):
             "output_cost_per_million": "Price per million completion tokens",
         }
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        by_type: dict[str, list[str]] = {}
-        for name, task_type in PromptTemplate.objects.values_list("name", "task_type").distinct().order_by("name"):
-            by_type.setdefault(task_type, []).append(name)
-        current = (self.instance.templates or {}) if self.instance.pk else {}
+        # Choices: the newest version of the owner's own templates and of the shared ones, plus the version
+        # the judge is pinned to (which may be older). Another researcher's templates are never offered.
+        own, shared = template_choices(user=owner)
+        pins = self.instance.template_pins.select_related("template") if self.instance.pk else []
+        pinned = {pin.task_type: pin.template for pin in pins}
+        self._offered: dict[str, dict[str, PromptTemplate]] = {}
         for task_type in TASK_TYPES:
-            choices = [("", "(default)")] + [(n, n) for n in by_type.get(task_type, [])]
+            offered = {str(t.pk): t for t in [*own, *shared, pinned.get(task_type)] if t and t.task_type == task_type}
+            self._offered[task_type] = offered
+            current = pinned.get(task_type)
+            choices = [("", f"(default: {DEFAULT_TEMPLATE.get(task_type, 'none')}, built in)")]
+            choices += [(pk, _template_label(t, pinned=t == current)) for pk, t in offered.items()]
             self.fields[f"template_{task_type}"] = forms.ChoiceField(
                 choices=choices,
                 required=False,
-                initial=current.get(task_type, ""),
+                initial=str(current.pk) if current else "",
                 label=f"Prompt template for {TASK_TYPES[task_type].title.lower()} items",
             )
         if self.instance.pk:
@@ -95,11 +104,16 @@ class JudgeForm(EndpointForm):
         """The cleaned settings in the shape the services take (no key, no name, no baseline)."""
         data = {k: v for k, v in self.cleaned_data.items() if k in JUDGE_FIELDS and k not in ("name", "baseline")}
         data["templates"] = {
-            task_type: self.cleaned_data[f"template_{task_type}"]
+            task_type: self._offered[task_type][self.cleaned_data[f"template_{task_type}"]]
             for task_type in TASK_TYPES
             if self.cleaned_data.get(f"template_{task_type}")
         }
         return data
+
+
+def _template_label(template: PromptTemplate, *, pinned: bool) -> str:
+    whose = "built in" if template.builtin else ("shared" if template.shared else "yours")
+    return f"{template.name} v{template.version} ({whose}{', pinned' if pinned else ''})"
 
 
 class RunForm(forms.Form):
@@ -109,7 +123,7 @@ class RunForm(forms.Form):
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)
+        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner)
 
 
 class TemplateForm(forms.Form):
@@ -128,7 +142,7 @@ class TournamentForm(forms.Form):
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["judge"].queryset = JudgeConfig.objects.filter(owner=owner)
+        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner)
 
 
 class GeneratorForm(EndpointForm):
@@ -168,7 +182,7 @@ class GenerationForm(forms.Form):
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["generators"].queryset = GeneratorConfig.objects.filter(owner=owner)
+        self.fields["generators"].queryset = owned_by(GeneratorConfig, user=owner)
 
 
 class HumanCheckForm(forms.Form):

@@ -5,10 +5,11 @@ generation runs; anything else is a 404. API keys are write-only.
 """
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.views.researcher import researcher_required
 
 from .forms import GenerationForm, GeneratorForm
@@ -21,18 +22,11 @@ from .services.generation import (
     generator_create,
     generator_update,
 )
-from .views import _cancel, _progress_page, _saved, _study_for_user, study_runs_page
-
-
-def _generator_for_user(request: HttpRequest, pk: int) -> GeneratorConfig:
-    return get_object_or_404(GeneratorConfig, pk=pk, owner=request.user)
+from .views import _cancel, _progress_page, _saved, study_runs_page
 
 
 def _generation_for_user(request: HttpRequest, pk: int) -> GenerationRun:
-    run = GenerationRun.objects.select_related("study").filter(pk=pk).first()
-    if run is None or run.study.owner_id != request.user.pk:
-        raise Http404("No such generation run.")
-    return run
+    return get_owned_or_404(GenerationRun.objects.select_related("study"), user=request.user, pk=pk)
 
 
 @researcher_required
@@ -51,13 +45,13 @@ def generator_list(request: HttpRequest) -> HttpResponse:
     if generator:
         messages.success(request, f"Generator {generator.name!r} created.")
         return redirect("judging:generator_list")
-    generators = GeneratorConfig.objects.filter(owner=request.user)
+    generators = owned_by(GeneratorConfig, user=request.user)
     return render(request, "judging/generator_list.html", {"generators": generators, "form": form})
 
 
 @researcher_required
 def generator_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    generator = _generator_for_user(request, pk)
+    generator = get_owned_or_404(GeneratorConfig, user=request.user, pk=pk)
     form = GeneratorForm(request.POST or None, instance=generator)
     saved = _saved(
         request,
@@ -76,7 +70,7 @@ def generator_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 @require_POST
 def generation_new(request: HttpRequest, study_pk: int) -> HttpResponse:
-    study = _study_for_user(request, study_pk)
+    study = owned_study_or_404(request, pk=study_pk)
     form = GenerationForm(request.POST, owner=request.user)
     run = _saved(
         request,

@@ -13,6 +13,8 @@ variable, or the key encrypted with Fernet (see ``judging.keys``). No field
 holding a key appears in ``__str__``, forms, serializers or exports.
 """
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -79,9 +81,6 @@ class JudgeConfig(EndpointSettings):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judges")
     name = models.CharField(max_length=200)
     baseline = models.CharField(max_length=10, choices=Baseline, default=Baseline.NONE, blank=True)
-    templates = models.JSONField(
-        default=dict, blank=True, help_text="Prompt template name per task type, over the defaults."
-    )
     trials = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(20)])
     both_orders = models.BooleanField(
         default=False, help_text="Judge pairwise items in both orders (A/B and B/A) and record consistency."
@@ -107,10 +106,36 @@ class JudgeConfig(EndpointSettings):
     def is_baseline(self) -> bool:
         return bool(self.baseline)
 
+    @property
+    def templates(self) -> dict[str, dict[str, Any]]:
+        """The pinned template versions per task type, ``{task_type: {"name": ..., "version": ...}}``.
+
+        Task types not listed use their built-in default. Read through ``template_pins.all()`` so a
+        ``prefetch_related("template_pins__template")`` on a list of judges serves it without queries.
+        """
+        return {
+            pin.task_type: {"name": pin.template.name, "version": pin.template.version}
+            for pin in sorted(self.template_pins.all(), key=lambda pin: pin.task_type)
+        }
+
 
 class PromptTemplate(models.Model):
-    """One version of a named prompt for one task type. Editing creates a new version."""
+    """One version of a named prompt for one task type. Editing creates a new version.
 
+    A template belongs to its owner; built-ins have none and are read-only to everyone (so are
+    the few templates from before templates had owners whose author could not be told, see
+    migration 0004). Names are per owner: a researcher's "funniness-digit" is their own copy of
+    the built-in, numbered after it (version 2, 3, ...), and nobody else ever sees it.
+    """
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="prompt_templates",
+        help_text="Empty for the built-in (shared, read-only) templates.",
+    )
     name = models.SlugField(max_length=80)
     version = models.PositiveIntegerField(default=1)
     task_type = models.CharField(max_length=40)
@@ -126,10 +151,47 @@ class PromptTemplate(models.Model):
 
     class Meta:
         ordering = ["task_type", "name", "-version"]
-        constraints = [models.UniqueConstraint(fields=["name", "version"], name="prompt_template_unique_version")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "name", "version"],
+                condition=Q(owner__isnull=False),
+                name="prompt_template_unique_owned_version",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "version"],
+                condition=Q(owner__isnull=True),
+                name="prompt_template_unique_shared_version",
+            ),
+            models.CheckConstraint(
+                condition=Q(builtin=False) | Q(owner__isnull=True), name="prompt_template_builtin_unowned"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
+
+    @property
+    def shared(self) -> bool:
+        """A built-in (or ownerless) template: everyone reads it, nobody changes it."""
+        return self.owner_id is None
+
+
+class JudgeTemplate(models.Model):
+    """The template version a judge uses for one task type, fixed when the template is chosen.
+
+    Saving a new version of that template (by anyone) does not move the pin: a judge's prompt
+    changes only when its owner chooses a template for it again.
+    """
+
+    judge = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="template_pins")
+    task_type = models.CharField(max_length=40)
+    template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["judge", "task_type"], name="judge_template_one_per_task_type")]
+
+    def __str__(self) -> str:
+        return f"{self.judge} uses {self.template} for {self.task_type}"
 
 
 class RunStatus(models.TextChoices):

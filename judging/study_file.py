@@ -2,7 +2,9 @@
 
 Each entry is either ``{baseline: random|constant|length}`` or an LLM judge's
 settings (``name``, ``base_url``, ``model``, ``api_key_env``, ``temperature``,
-``max_tokens``, ``trials``, ``both_orders``, ``templates`` ...). A literal
+``max_tokens``, ``trials``, ``both_orders``, ``templates`` ...). ``templates`` maps a task
+type to a template name (its newest version, among the owner's own templates and then the
+built-ins) or to ``{name, version}``; the judge is pinned to that version. A literal
 ``api_key`` is refused: files get shared, so keys come from the environment.
 Loading is idempotent: a judge with the same name is updated, not duplicated.
 """
@@ -12,6 +14,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+
+from annotation.access import owned_by
 
 from .models import JudgeConfig
 from .services.judges import BASELINE_NAMES, SETTINGS, judge_create, judge_update
@@ -51,18 +55,25 @@ def judges_load(*, owner: AbstractBaseUser, entries: list[dict[str, Any]]) -> li
         raise ValidationError(problems)
     judges = []
     with transaction.atomic():
-        for entry in entries or []:
-            settings = {k: v for k, v in entry.items() if k in SETTINGS}
-            baseline = entry.get("baseline", "")
-            name = entry.get("name") or BASELINE_NAMES.get(baseline, "") or f"{entry['model']} judge"
-            existing = JudgeConfig.objects.filter(owner=owner, name=name).first()
-            if existing is not None:
-                if existing.baseline != baseline:
-                    raise ValidationError(f"A judge named {name!r} exists with another kind; rename one of them.")
-                judges.append(judge_update(judge=existing, **settings))
-            else:
-                judges.append(judge_create(owner=owner, name=name, baseline=baseline, **settings))
+        for n, entry in enumerate(entries or [], start=1):
+            try:
+                judges.append(_judge_load(owner=owner, entry=entry))
+            except ValidationError as exc:
+                raise ValidationError([f"judges[{n}]: {message}" for message in exc.messages]) from None
     return judges
+
+
+def _judge_load(*, owner: AbstractBaseUser, entry: dict[str, Any]) -> JudgeConfig:
+    # Template names resolve among the owner's own templates, then the built-ins (judging.services.templates).
+    settings = {k: v for k, v in entry.items() if k in SETTINGS}
+    baseline = entry.get("baseline", "")
+    name = entry.get("name") or BASELINE_NAMES.get(baseline, "") or f"{entry['model']} judge"
+    existing = owned_by(JudgeConfig, user=owner).filter(name=name).first()
+    if existing is None:
+        return judge_create(owner=owner, name=name, baseline=baseline, **settings)
+    if existing.baseline != baseline:
+        raise ValidationError(f"A judge named {name!r} exists with another kind; rename one of them.")
+    return judge_update(judge=existing, **settings)
 
 
 def judges_dump(judges: list[JudgeConfig]) -> list[dict[str, Any]]:
@@ -80,7 +91,9 @@ def judges_dump(judges: list[JudgeConfig]) -> list[dict[str, Any]]:
 
 def study_judges(study) -> list[dict[str, Any]]:
     """The judges that have run on a study, as study-file entries."""
-    return judges_dump(list(JudgeConfig.objects.filter(runs__study=study).distinct().order_by("name")))
+    # Only the study owner's judges: an operator may have run someone else's judge on it from manage.py.
+    judges = owned_by(JudgeConfig, user=study.owner).filter(runs__study=study).distinct().order_by("name")
+    return judges_dump(list(judges.prefetch_related("template_pins__template")))
 
 
 def register() -> None:

@@ -10,37 +10,27 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.models import Candidate, Study
 from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
 
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
-from .models import GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate, Tournament
+from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
 from .rankings import leaderboard
 from .selectors import run_progress
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import run_cancel, run_create, run_resume
-from .services.templates import ensure_builtin_templates, template_save
+from .services.templates import template_choices, template_save, template_versions
 from .services.tournaments import human_check_create, tournament_cancel, tournament_create, tournament_verdicts
 
 
-def _judge_for_user(request: HttpRequest, pk: int) -> JudgeConfig:
-    return get_object_or_404(JudgeConfig, pk=pk, owner=request.user)
-
-
-def _study_for_user(request: HttpRequest, pk: int) -> Study:
-    return get_object_or_404(Study, pk=pk, owner=request.user)
-
-
 def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
-    run = JudgeRun.objects.select_related("study", "judge", "template").filter(pk=pk).first()
-    if run is None or run.study.owner_id != request.user.pk:
-        raise Http404("No such run.")
-    return run
+    return get_owned_or_404(JudgeRun.objects.select_related("study", "judge", "template"), user=request.user, pk=pk)
 
 
 def _add_errors(form: Any, exc: ValidationError) -> None:
@@ -81,8 +71,7 @@ def _cancel(
 
 @researcher_required
 def judge_list(request: HttpRequest) -> HttpResponse:
-    ensure_builtin_templates()
-    form = JudgeForm(request.POST or None, instance=JudgeConfig())
+    form = JudgeForm(request.POST or None, instance=JudgeConfig(), owner=request.user)
     judge = _saved(
         request,
         form,
@@ -97,7 +86,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
     if judge:
         messages.success(request, f"Judge {judge.name!r} created.")
         return redirect("judging:judge_list")
-    judges = JudgeConfig.objects.filter(owner=request.user).select_related("rater")
+    judges = owned_by(JudgeConfig, user=request.user).select_related("rater")
     return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
 
 
@@ -111,8 +100,8 @@ def baselines_add(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    judge = _judge_for_user(request, pk)
-    form = JudgeForm(request.POST or None, instance=judge)
+    judge = get_owned_or_404(JudgeConfig, user=request.user, pk=pk)
+    form = JudgeForm(request.POST or None, instance=judge, owner=request.user)
     saved = _saved(
         request,
         form,
@@ -146,8 +135,8 @@ def study_runs_page(
             "generation_form": generation_form or GenerationForm(owner=request.user),
             "runs": study.judge_runs.select_related("judge")[:100],
             "generation_runs": study.generation_runs.prefetch_related("generators")[:100],
-            "has_judges": JudgeConfig.objects.filter(owner=request.user).exists(),
-            "has_generators": GeneratorConfig.objects.filter(owner=request.user).exists(),
+            "has_judges": owned_by(JudgeConfig, user=request.user).exists(),
+            "has_generators": owned_by(GeneratorConfig, user=request.user).exists(),
             "takes_generated_candidates": get_task_type(study.task_type).candidates[1] != 2,
             "bare_prompt_task_types": BARE_PROMPT_TASK_TYPES,
             "contestants": contestants,
@@ -158,7 +147,7 @@ def study_runs_page(
 
 @researcher_required
 def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
-    study = _study_for_user(request, study_pk)
+    study = owned_study_or_404(request, pk=study_pk)
     form = RunForm(request.POST or None, owner=request.user)
     run = _saved(
         request,
@@ -208,21 +197,23 @@ def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def template_list(request: HttpRequest) -> HttpResponse:
-    ensure_builtin_templates()
-    latest: dict[str, PromptTemplate] = {}
-    for template in PromptTemplate.objects.order_by("name", "-version"):
-        latest.setdefault(template.name, template)
     form = TemplateForm(request.POST or None)
-    template = _saved(request, form, lambda: template_save(created_by=request.user, **form.cleaned_data))
+    template = _saved(request, form, lambda: template_save(owner=request.user, **form.cleaned_data))
     if template:
         messages.success(request, f"Saved {template}.")
         return redirect("judging:template_edit", name=template.name)
-    return render(request, "judging/template_list.html", {"templates": latest.values(), "form": form})
+    own, shared = template_choices(user=request.user)
+    return render(request, "judging/template_list.html", {"own": own, "shared": shared, "form": form})
 
 
 @researcher_required
 def template_edit(request: HttpRequest, name: str) -> HttpResponse:
-    versions = list(PromptTemplate.objects.filter(name=name).order_by("-version"))
+    """One template name as this researcher sees it: their own versions, then the shared (built-in) ones.
+
+    Saving always makes a version of the researcher's own: a built-in is never changed, editing
+    it makes their copy. Another researcher's template of this name is not there (404).
+    """
+    versions = template_versions(user=request.user, name=name)
     if not versions:
         raise Http404("No such template.")
     current = versions[0]
@@ -240,24 +231,30 @@ def template_edit(request: HttpRequest, name: str) -> HttpResponse:
         request,
         form,
         lambda: template_save(
+            owner=request.user,
             name=current.name,
             task_type=current.task_type,
             description=form.cleaned_data["description"],
             system_text=form.cleaned_data["system_text"],
             user_text=form.cleaned_data["user_text"],
             response_schema=current.response_schema,
-            created_by=request.user,
         ),
     )
     if template:
-        messages.success(request, f"Saved as version {template.version}.")
+        copy = "your copy " if current.shared else ""
+        messages.success(request, f"Saved {copy}as version {template.version}.")
         return redirect("judging:template_edit", name=name)
-    return render(request, "judging/template_edit.html", {"current": current, "versions": versions, "form": form})
+    next_version = max(v.version for v in versions) + 1
+    return render(
+        request,
+        "judging/template_edit.html",
+        {"current": current, "versions": versions, "form": form, "next_version": next_version},
+    )
 
 
 @researcher_required
 def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
-    study = _study_for_user(request, study_pk)
+    study = owned_study_or_404(request, pk=study_pk)
     form = TournamentForm(request.POST or None, owner=request.user)
     tournament = _saved(
         request, form, lambda: tournament_create(owner=request.user, source_study=study, **form.cleaned_data)
@@ -269,8 +266,8 @@ def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
 
 @researcher_required
 def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    tournament = get_object_or_404(
-        Tournament.objects.select_related("judge", "source_study", "match_study"), pk=pk, owner=request.user
+    tournament = get_owned_or_404(
+        Tournament.objects.select_related("judge", "source_study", "match_study"), user=request.user, pk=pk
     )
     verdicts = tournament_verdicts(tournament)
     names = sorted({v.first for v in verdicts} | {v.second for v in verdicts})
@@ -293,7 +290,7 @@ def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def tournament_human_check(request: HttpRequest, pk: int) -> HttpResponse:
     """A blind A/B/tie study of people over a sample of the tournament's judged pairs (HumorRank's human check)."""
-    tournament = get_object_or_404(Tournament, pk=pk, owner=request.user)
+    tournament = get_owned_or_404(Tournament, user=request.user, pk=pk)
     form = HumanCheckForm(request.POST)
     if not form.is_valid():
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
@@ -318,6 +315,6 @@ def tournament_human_check(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 @require_POST
 def tournament_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
-    tournament = get_object_or_404(Tournament, pk=pk, owner=request.user)
+    tournament = get_owned_or_404(Tournament, user=request.user, pk=pk)
     tournament_cancel(tournament=tournament)
     return redirect("judging:tournament_detail", pk=pk)

@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotation.access import owned_study_or_404
 from annotation.models import Study
 
 from . import plots
@@ -77,11 +78,6 @@ class AlignmentForm(forms.Form):
             breakdown=data.get("breakdown") or "",
             seed=seed,
         )
-
-
-def _get_owned_study(user: Any, slug: str) -> Study:
-    """The study if this researcher owns it; 404 otherwise, so other studies stay private."""
-    return get_object_or_404(Study, slug=slug, owner=user)
 
 
 def _form(study: Study, data) -> AlignmentForm:
@@ -194,7 +190,7 @@ def _context(
 @require_GET
 @login_required
 def alignment_report(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     try:
         task_family(study)
     except AlignmentUnavailable as exc:
@@ -214,7 +210,7 @@ def alignment_report(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @login_required
 def alignment_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     try:
         task_family(study)
     except AlignmentUnavailable:
@@ -231,7 +227,7 @@ def alignment_recompute(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def alignment_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     """The report section alone: the htmx poll while a report is computed."""
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     report = get_object_or_404(AlignmentReport, pk=pk, study=study)
     form = _form(study, request.GET)
     return render(request, f"{TEMPLATE}#report", _context(request, study, form, form.params(study.seed), report))
@@ -269,7 +265,7 @@ def _draw(result: dict[str, Any], name: str) -> plots.Plot:
 @require_GET
 @login_required
 def alignment_plot(request: HttpRequest, slug: str, pk: int, name: str, fmt: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     report = get_object_or_404(AlignmentReport, pk=pk, study=study)
     if fmt not in ("png", "svg") or not report.result:
         raise Http404("no such figure")
@@ -316,7 +312,7 @@ def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentPara
 @login_required
 def judge_comparison_page(request: HttpRequest, slug: str) -> HttpResponse:
     """All judges of a study ranked by alignment with a human reference, with their running costs."""
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     try:
         task_family(study)
     except AlignmentUnavailable as exc:
@@ -335,7 +331,7 @@ def judge_comparison_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 @login_required
 def judge_comparison_recompute(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     try:
         task_family(study)
     except AlignmentUnavailable:

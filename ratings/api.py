@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import Study
+from annotation.access import owned_study_or_404
 
 from .selectors import GROUPS, NoNumericCoding
 from .services import json_ready, study_agreement
@@ -42,7 +41,7 @@ class StudyAgreementView(APIView):
         responses={200: dict},
     )
     def get(self, request: Request, slug: str) -> Response:
-        study = get_object_or_404(Study, slug=slug, owner=request.user)
+        study = owned_study_or_404(request, slug=slug)
         query = AgreementQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         try:

@@ -16,7 +16,7 @@ from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from drf_spectacular.utils import extend_schema
@@ -25,6 +25,7 @@ from rest_framework.decorators import api_view
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from annotation.access import get_owned_or_404, owned_study_or_404
 from annotation.models import Study
 from ratings.exports.csv_jsonl import stream_csv, stream_jsonl
 from ratings.exports.services import (
@@ -44,12 +45,8 @@ RECENT = 10
 SUBSET_CHOICES_MAX = 200
 
 
-def _get_owned_study(user: Any, slug: str) -> Study:
-    return get_object_or_404(Study, slug=slug, owner=user)
-
-
-def _get_owned_export(user: Any, pk: int) -> Export:
-    return get_object_or_404(Export.objects.select_related("study"), pk=pk, study__owner=user)
+def _get_owned_export(request: HttpRequest, pk: int) -> Export:
+    return get_owned_or_404(Export.objects.select_related("study"), user=request.user, pk=pk)
 
 
 class ExportForm(forms.Form):
@@ -84,7 +81,7 @@ def _page(request: HttpRequest, study: Study, form: ExportForm, *, status_code: 
 @require_GET
 @login_required
 def export_page(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     return _page(request, study, ExportForm(study=study))
 
 
@@ -107,7 +104,7 @@ def _direct(study: Study, fmt: str, subset: list[int]) -> HttpResponse:
 @require_POST
 @login_required
 def export_request(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     form = ExportForm(request.POST, study=study)
     if not form.is_valid():
         return _page(request, study, form, status_code=400)
@@ -123,7 +120,7 @@ def export_request(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def export_status(request: HttpRequest, pk: int) -> HttpResponse:
-    export = _get_owned_export(request.user, pk)
+    export = _get_owned_export(request, pk)
     template = "ratings/exports/export_status.html"
     if request.htmx:
         template += "#status"
@@ -133,7 +130,7 @@ def export_status(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def export_download(request: HttpRequest, pk: int) -> FileResponse:
-    export = _get_owned_export(request.user, pk)
+    export = _get_owned_export(request, pk)
     if export.status != Export.Status.DONE:
         raise Http404("This export is not ready.")
     try:
@@ -196,7 +193,7 @@ class ExportSerializer(serializers.ModelSerializer):
 @api_view(["POST"])
 def api_export_create(request: Request, slug: str) -> Response:
     """Queue an export of one of your studies; poll its status_url until download_url appears."""
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     incoming = ExportRequestSerializer(data=request.data)
     incoming.is_valid(raise_exception=True)
     try:
@@ -210,5 +207,5 @@ def api_export_create(request: Request, slug: str) -> Response:
 @extend_schema(responses=ExportSerializer)
 @api_view(["GET"])
 def api_export_status(request: Request, pk: int) -> Response:
-    export = _get_owned_export(request.user, pk)
+    export = _get_owned_export(request, pk)
     return Response(ExportSerializer(export, context={"request": request}).data)

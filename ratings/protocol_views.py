@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.models import Study
+from annotation.access import owned_study_or_404
 
 from .protocols import NoProtocolReport, protocol_report, write_report_workbook
 
 
-def _report(user: Any, slug: str):
-    study = get_object_or_404(Study, slug=slug, owner=user)
+def _report(request: HttpRequest, slug: str):
+    study = owned_study_or_404(request, slug=slug)
     try:
         return protocol_report(study=study)
     except NoProtocolReport as exc:
@@ -33,7 +32,7 @@ def _report(user: Any, slug: str):
 @require_GET
 @login_required
 def protocol_report_page(request: HttpRequest, slug: str) -> HttpResponse:
-    report = _report(request.user, slug)
+    report = _report(request, slug)
     sections = [
         {
             "section": section,
@@ -49,7 +48,7 @@ def protocol_report_page(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def protocol_figure(request: HttpRequest, slug: str, key: str, fmt: str) -> HttpResponse:
-    report = _report(request.user, slug)
+    report = _report(request, slug)
     figure = report.figure(key)
     if figure is None or fmt not in ("png", "svg"):
         raise Http404("No such figure.")
@@ -64,7 +63,7 @@ def protocol_figure(request: HttpRequest, slug: str, key: str, fmt: str) -> Http
 @require_GET
 @login_required
 def protocol_workbook(request: HttpRequest, slug: str) -> HttpResponse:
-    report = _report(request.user, slug)
+    report = _report(request, slug)
     stream = io.BytesIO()
     write_report_workbook(report, stream)
     response = HttpResponse(

@@ -13,9 +13,10 @@ import numpy as np
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.access import owned_study_or_404
 from annotation.models import Study
 from annotation.task_types import Level, get_task_type
 
@@ -55,11 +56,6 @@ class AnalysisForm(forms.Form):
         if self.is_valid() and self.cleaned_data.get(name) not in (None, "", []):
             return self.cleaned_data[name]
         return default
-
-
-def _get_owned_study(user: Any, slug: str) -> Study:
-    """The study if this researcher owns it; 404 otherwise, so other studies' slugs stay private."""
-    return get_object_or_404(Study, slug=slug, owner=user)
 
 
 def _bar_chart(counts: np.ndarray, names: list[str]) -> dict[str, Any]:
@@ -166,7 +162,7 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
 @require_GET
 @login_required
 def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _get_owned_study(request.user, slug)
+    study = owned_study_or_404(request, slug=slug)
     task_type = get_task_type(study.task_type)
     raters = [(r.id, f"{r.label} ({r.kind})") for r in study_raters(study=study)]
     form = AnalysisForm(request.GET or None, raters=raters)

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import selectors
+from ..access import OwnedObjectsMixin
 from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
 from ..models import ItemImport, Judgment, Rater, Study
@@ -44,18 +45,18 @@ def _check_config(task_type: str, config: Any) -> None:
         raise ValidationError({"errors": [f"config: {m}" for m in unknown]})
 
 
-class ResearcherApi(APIView):
+class ResearcherApi(OwnedObjectsMixin, APIView):
     permission_classes = [IsAuthenticated, IsResearcher]
 
     def study(self, pk: int) -> Study:
-        return selectors.study_owned(user=self.request.user, pk=pk)
+        return self.get_owned(Study, pk=pk)
 
 
 class StudyListApi(ResearcherApi, generics.ListAPIView):
     serializer_class = s.StudyOutput
 
     def get_queryset(self):
-        return Study.objects.filter(owner=self.request.user).order_by("-created_at", "-id")
+        return self.owned(Study).order_by("-created_at", "-id")
 
     @extend_schema(operation_id="studies_list", summary="Your studies, newest first")
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -8,11 +8,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import selectors
+from ..access import owned_study_or_404
 from ..protocols import TEMPLATES, protocol_import, study_from_template, template_of
 from ..protocols.oogiri import VOTING
 from ..protocols.oogiri_tasks import benchmark_tasks_build
 from ..protocols.semeval import EDITING, GRADING, grading_items_from_edits
-from .researcher import _study_for_user, researcher_required
+from .researcher import researcher_required
 
 
 class TemplateStudyForm(forms.Form):
@@ -72,7 +73,7 @@ def study_from_template_view(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def protocol_import_view(request: HttpRequest, pk: int) -> HttpResponse:
-    study = _study_for_user(request, pk)
+    study = owned_study_or_404(request, pk=pk)
     template = template_of(study)
     form = ProtocolFileForm(request.POST or None, request.FILES or None)
     errors: list[str] = []
@@ -101,7 +102,7 @@ def protocol_import_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def oogiri_tasks_view(request: HttpRequest, pk: int) -> HttpResponse:
     """OOGIRI: filter the voting study, take top/bottom responses and create the five benchmark studies."""
-    study = _study_for_user(request, pk)
+    study = owned_study_or_404(request, pk=pk)
     form = BenchmarkTasksForm(request.POST)
     if not form.is_valid():
         messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
@@ -126,7 +127,7 @@ def oogiri_tasks_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def semeval_edits_view(request: HttpRequest, pk: int) -> HttpResponse:
     """SemEval-2020 Task 7: the editors' micro-edits become this grading study's headlines."""
-    study = _study_for_user(request, pk)
+    study = owned_study_or_404(request, pk=pk)
     form = EditsForm(request.POST, editing_studies=_editing_studies(request))
     if not form.is_valid():
         messages.error(request, "Choose one of your SemEval editing studies.")

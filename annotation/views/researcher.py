@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from .. import selectors
+from ..access import owned_study_or_404
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
@@ -50,7 +51,7 @@ def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., Http
 
 
 def _study_for_user(request: HttpRequest, pk: int) -> Study:
-    return selectors.study_owned(user=request.user, pk=pk)
+    return owned_study_or_404(request, pk=pk)
 
 
 def _entry_link(request: HttpRequest, study: Study) -> str:

@@ -12,12 +12,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
-from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError as ApiValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import OwnedObjectsMixin
 from annotation.api.permissions import IsResearcher
 
 from .serializers import EndpointSerializer, RunFilterSerializer
@@ -28,13 +28,14 @@ def invalid(exc: ValidationError) -> ApiValidationError:
     return ApiValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
-class _Configs(APIView):
+class _Configs(OwnedObjectsMixin, APIView):
     permission_classes = [IsResearcher]
     config_model: type[Model]
     config_serializer: type[EndpointSerializer]
+    config_prefetch: tuple[str, ...] = ()
 
     def configs(self, request) -> QuerySet:
-        return self.config_model.objects.filter(owner=request.user)
+        return self.owned(self.config_model).prefetch_related(*self.config_prefetch)
 
 
 # GET the researcher's own configs; POST a new one (api_key is write-only).
@@ -68,7 +69,7 @@ class BaseConfigDetail(_Configs, ABC):
         """Apply the changes through the config's service."""
 
     def config(self, request, pk) -> Model:
-        return get_object_or_404(self.configs(request), pk=pk)
+        return self.get_owned(self.configs(request), pk=pk)
 
     def get(self, request, pk):
         return Response(self.config_serializer(self.config(request, pk)).data)
@@ -88,16 +89,16 @@ class BaseConfigDetail(_Configs, ABC):
 
 
 # Runs on the researcher's own studies; another's run is a 404.
-class _Runs(APIView, ABC):
+class _Runs(OwnedObjectsMixin, APIView, ABC):
     permission_classes = [IsResearcher]
     run_serializer: type[serializers.ModelSerializer]
 
     @abstractmethod
     def runs(self, request) -> QuerySet:
-        """The runs this researcher may see."""
+        """The runs this researcher may see: ``self.owned(...)`` of the run model."""
 
     def run(self, request, pk) -> Model:
-        return get_object_or_404(self.runs(request), pk=pk)
+        return self.get_owned(self.runs(request), pk=pk)
 
     def with_progress(self, run: Model, **kwargs: Any) -> Response:
         return Response(self.run_serializer(run, context={"with_progress": True}).data, **kwargs)

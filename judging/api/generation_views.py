@@ -1,7 +1,6 @@
 """The generation API: generators (keys write-only) and generation runs (create, list, progress, cancel, resume)."""
 
 from django.core.exceptions import ValidationError
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.response import Response
@@ -77,7 +76,7 @@ class _GenerationRuns:
     run_serializer = GenerationRunSerializer
 
     def runs(self, request):
-        return GenerationRun.objects.filter(study__owner=request.user).prefetch_related("generators")
+        return self.owned(GenerationRun).prefetch_related("generators")
 
 
 @extend_schema_view(
@@ -99,9 +98,9 @@ class GenerationRunListCreate(_GenerationRuns, BaseRunList):
         serializer = GenerationRunCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        study = get_object_or_404(Study, pk=data["study"], owner=request.user)
+        study = self.get_owned(Study, pk=data["study"])
         wanted = set(data["generators"])
-        generators = list(GeneratorConfig.objects.filter(owner=request.user, pk__in=wanted))
+        generators = list(self.owned(GeneratorConfig).filter(pk__in=wanted))
         if len(generators) != len(wanted):
             return Response({"detail": "No such generator."}, status=status.HTTP_404_NOT_FOUND)
         try:

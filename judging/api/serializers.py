@@ -24,6 +24,13 @@ class EndpointSerializer(serializers.ModelSerializer):
 class JudgeSerializer(EndpointSerializer):
     setting_names = JUDGE_SETTINGS
     rater = serializers.IntegerField(source="rater_id", read_only=True)
+    # Not a model field: the judge's pins. In: a name per task type (its newest version) or {name, version};
+    # out: {name, version} per pinned task type, so a GET sent back as a PATCH keeps every pin as it is.
+    templates = serializers.JSONField(
+        required=False,
+        help_text="Prompt template per task type, over the built-in defaults: a template name (pins its newest "
+        "version among your templates, then the built-ins) or {name, version}. Read back as {name, version}.",
+    )
 
     class Meta:
         model = JudgeConfig
@@ -93,6 +100,11 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class TemplateSerializer(serializers.ModelSerializer):
+    # Lists mix your own versions with the shared ones; this tells them apart (shared ones are read-only).
+    shared = serializers.BooleanField(
+        read_only=True, help_text="A built-in: read-only, saving its name makes your copy."
+    )
+
     class Meta:
         model = PromptTemplate
         fields = [
@@ -105,9 +117,10 @@ class TemplateSerializer(serializers.ModelSerializer):
             "user_text",
             "response_schema",
             "builtin",
+            "shared",
             "created_at",
         ]
-        read_only_fields = ["id", "version", "builtin", "created_at"]
+        read_only_fields = ["id", "version", "builtin", "shared", "created_at"]
         validators: list = []
 
 

@@ -2,12 +2,12 @@
 
 from django.core.exceptions import ValidationError
 from django.db.models import ProtectedError
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.access import readable_by
 from annotation.api.permissions import IsResearcher
 from annotation.models import Study
 
@@ -44,6 +44,7 @@ NAME = OpenApiParameter("name", str, description="Only versions of this template
 class JudgeListCreate(BaseConfigListCreate):
     config_model = JudgeConfig
     config_serializer = JudgeSerializer
+    config_prefetch = ("template_pins__template",)
 
     def create(self, *, owner, data, api_key, settings) -> JudgeConfig:
         return judge_create(
@@ -63,6 +64,7 @@ class JudgeListCreate(BaseConfigListCreate):
 class JudgeDetail(BaseConfigDetail):
     config_model = JudgeConfig
     config_serializer = JudgeSerializer
+    config_prefetch = ("template_pins__template",)
 
     def update(self, config: JudgeConfig, *, api_key, changes) -> None:
         judge_update(judge=config, api_key=api_key, **changes)
@@ -90,7 +92,7 @@ class _JudgeRuns:
     run_serializer = RunSerializer
 
     def runs(self, request):
-        return JudgeRun.objects.filter(study__owner=request.user).select_related("judge", "template")
+        return self.owned(JudgeRun).select_related("judge", "template")
 
 
 @extend_schema_view(
@@ -112,8 +114,8 @@ class RunListCreate(_JudgeRuns, BaseRunList):
         serializer = RunCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        study = get_object_or_404(Study, pk=data["study"], owner=request.user)
-        judge = get_object_or_404(JudgeConfig, pk=data["judge"], owner=request.user)
+        study = self.get_owned(Study, pk=data["study"])
+        judge = self.get_owned(JudgeConfig, pk=data["judge"])
         try:
             run = run_create(
                 study=study,
@@ -165,20 +167,20 @@ class TemplateListCreate(APIView):
 
     @extend_schema(
         operation_id="prompt_templates_list",
-        summary="Prompt templates, every version",
+        summary="Your prompt templates and the built-in ones, every version",
         parameters=[NAME],
         responses={200: TemplateSerializer(many=True)},
     )
     def get(self, request):
         ensure_builtin_templates()
-        templates = PromptTemplate.objects.all()
+        templates = readable_by(PromptTemplate, user=request.user)
         if request.query_params.get("name"):
             templates = templates.filter(name=request.query_params["name"])
         return Response(TemplateSerializer(templates, many=True).data)
 
     @extend_schema(
         operation_id="prompt_templates_create",
-        summary="Save a new version of a template",
+        summary="Save a new version of one of your templates (of a built-in's name: your own copy)",
         request=TemplateSerializer,
         responses={201: TemplateSerializer, 400: ERRORS},
     )
@@ -194,7 +196,7 @@ class TemplateListCreate(APIView):
                 system_text=data.get("system_text", ""),
                 description=data.get("description", ""),
                 response_schema=data.get("response_schema"),
-                created_by=request.user,
+                owner=request.user,
             )
         except ValidationError as exc:
             raise invalid(exc) from None

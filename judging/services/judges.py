@@ -12,7 +12,8 @@ from annotation.models import Rater
 from annotation.task_types import TASK_TYPES
 
 from ..keys import set_api_key
-from ..models import EndpointSettings, JudgeConfig
+from ..models import EndpointSettings, JudgeConfig, JudgeTemplate, PromptTemplate
+from .templates import template_pick
 
 # A judge's settings, in the order forms and the API show them.
 JUDGE_SETTINGS = (
@@ -68,11 +69,33 @@ def _check_base_url(url: str) -> None:
             )
 
 
-def _check_templates(templates: Any) -> None:
-    if not isinstance(templates, dict) or not all(
-        isinstance(k, str) and k in TASK_TYPES and isinstance(v, str) and v for k, v in templates.items()
-    ):
+def _template_picks(owner: AbstractBaseUser, templates: Any) -> dict[str, PromptTemplate] | None:
+    """The template versions to pin, per task type; None when the judge's templates are not being set.
+
+    An empty value for a task type means its built-in default (nothing pinned).
+    """
+    if templates is None:
+        return None
+    if not isinstance(templates, dict):
         raise ValidationError("Templates must map task types to template names.")
+    picks = {}
+    for task_type, spec in templates.items():
+        if task_type not in TASK_TYPES:
+            raise ValidationError(f"Templates: {task_type!r} is not a task type.")
+        if spec not in (None, ""):
+            picks[task_type] = template_pick(owner=owner, task_type=task_type, spec=spec)
+    return picks
+
+
+def _pin(judge: JudgeConfig, picks: dict[str, PromptTemplate] | None) -> None:
+    """Make the judge's pins exactly ``picks`` (None leaves them as they are)."""
+    if picks is None:
+        return
+    judge.template_pins.exclude(task_type__in=list(picks)).delete()
+    for task_type, template in picks.items():
+        JudgeTemplate.objects.update_or_create(judge=judge, task_type=task_type, defaults={"template": template})
+    # A prefetched list of pins (the API's) would otherwise still show the old ones.
+    getattr(judge, "_prefetched_objects_cache", {}).pop("template_pins", None)
 
 
 def set_endpoint_settings(config: EndpointSettings, changes: dict[str, Any], *, known, kind: str) -> None:
@@ -86,12 +109,15 @@ def set_endpoint_settings(config: EndpointSettings, changes: dict[str, Any], *, 
         config.api_key_encrypted = ""
 
 
-def _apply(judge: JudgeConfig, changes: dict[str, Any]) -> None:
+def _apply(judge: JudgeConfig, changes: dict[str, Any]) -> dict[str, PromptTemplate] | None:
+    """Set the changed settings on the judge; the templates to pin once it is saved."""
+    changes = dict(changes)
+    picks = _template_picks(judge.owner, changes.pop("templates", None))
     set_endpoint_settings(judge, changes, known=SETTINGS, kind="judge")
     _check_base_url(judge.base_url)
-    _check_templates(judge.templates)
     if not judge.baseline and not (judge.base_url and judge.model):
         raise ValidationError("An LLM judge needs a base URL and a model name.")
+    return picks
 
 
 def judge_create(
@@ -111,12 +137,13 @@ def judge_create(
     if JudgeConfig.objects.filter(owner=owner, name=name).exists():
         raise ValidationError(f"You already have a judge named {name!r}.")
     judge = JudgeConfig(owner=owner, name=name, baseline=baseline)
-    _apply(judge, settings)
+    picks = _apply(judge, settings)
     set_api_key(judge, api_key)
     with transaction.atomic():
         judge.rater = Rater.objects.create(kind=Rater.Kind.BASELINE if baseline else Rater.Kind.LLM, name=name)
         judge.full_clean()
         judge.save()
+        _pin(judge, picks)
     return judge
 
 
@@ -130,11 +157,12 @@ def judge_update(*, judge: JudgeConfig, api_key: str | None = None, **changes: A
         if JudgeConfig.objects.filter(owner=judge.owner, name=name).exclude(pk=judge.pk).exists():
             raise ValidationError(f"You already have a judge named {name!r}.")
         judge.name = name
-    _apply(judge, changes)
+    picks = _apply(judge, changes)
     set_api_key(judge, api_key)
     with transaction.atomic():
         judge.full_clean()
         judge.save()
+        _pin(judge, picks)
         if name is not None:
             Rater.objects.filter(pk=judge.rater_id).update(name=name)
     return judge

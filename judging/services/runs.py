@@ -23,7 +23,7 @@ from annotation.services.assignment import assignment_for_judge
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
 from ..runner import DriveResult, cancel_run, drive, end_run_if_finished, resume_run
-from .templates import template_for
+from .templates import judge_template
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def run_create(
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and study.task_type != "pairwise":
         raise ValidationError("Both-orders mode is for pairwise studies.")
-    template = None if judge.is_baseline else template_for(task_type=study.task_type, names=judge.templates)
+    template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
     item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
     if not item_list:
         raise ValidationError("The study has no items to judge.")

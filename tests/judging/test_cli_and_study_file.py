@@ -60,7 +60,8 @@ class TestJudgeCommand:
         )
         judges = {j.name: j for j in JudgeConfig.objects.filter(base_url=url)}
         assert sorted(judges) == ["direct", "stepwise"]
-        assert judges["stepwise"].templates == {"ordinal": "funniness-digit"} and not judges["direct"].templates
+        assert judges["stepwise"].templates == {"ordinal": {"name": "funniness-digit", "version": 1}}
+        assert not judges["direct"].templates
         _, err = judge_cli(study.slug, "--base-url", url, "--model", "m", "--name", "direct", "--inline")
         assert "Reusing judge 'direct'" in err
 

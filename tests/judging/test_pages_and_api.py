@@ -6,6 +6,7 @@ from django.test import Client
 from judging.models import JudgeConfig, JudgeRun, PromptTemplate
 from judging.services.judges import ensure_baseline_judges
 from judging.services.runs import process_run, run_create
+from judging.services.templates import ensure_builtin_templates
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.judging.urls")]
 
@@ -25,6 +26,8 @@ def otto(other_researcher):
 
 class TestJudgePages:
     def test_a_researcher_creates_an_llm_judge_with_a_write_only_key(self, rita, researcher):
+        ensure_builtin_templates()
+        preference = PromptTemplate.objects.get(owner=None, name="explanation-preference")
         response = rita.post(
             "/judging/judges/",
             {
@@ -43,13 +46,13 @@ class TestJudgePages:
                 "trials": "1",
                 "input_cost_per_million": "0",
                 "output_cost_per_million": "0",
-                "template_pairwise": "explanation-preference",
+                "template_pairwise": str(preference.pk),
             },
         )
         assert response.status_code == 302
         judge = JudgeConfig.objects.get(owner=researcher, name="gpt critic")
         assert judge.rater.kind == "llm"
-        assert judge.templates == {"pairwise": "explanation-preference"}
+        assert judge.templates == {"pairwise": {"name": "explanation-preference", "version": 1}}
         assert judge.has_api_key
         page = rita.get(f"/judging/judges/{judge.pk}/").content.decode()
         assert "sk-typed-in-the-form-123" not in page

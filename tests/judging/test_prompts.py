@@ -8,7 +8,7 @@ from judging.models import PromptTemplate
 from judging.prompts import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, builtin, check_template
 from judging.prompts.render import render_messages, sample_context
 from judging.services.runs import process_run, run_create
-from judging.services.templates import template_for, template_save
+from judging.services.templates import builtin_default, template_save
 
 pytestmark = pytest.mark.django_db
 
@@ -44,24 +44,28 @@ class TestBuiltinTemplates:
 
 
 class TestVersions:
-    def test_editing_a_builtin_makes_version_two_and_runs_keep_theirs(self, make_study, make_llm_judge):
+    def test_editing_a_builtin_makes_your_own_version_two_and_runs_keep_theirs(
+        self, researcher, make_study, make_llm_judge
+    ):
         study = make_study(n_items=1)
         judge = make_llm_judge("ok")
         first = run_create(study=study, judge=judge, enqueue=False)
         edited = template_save(
-            name="funniness-digit", task_type="ordinal", user_text="Rate {{ text }} from 0 to 3. One digit."
+            owner=researcher, name="funniness-digit", task_type="ordinal", user_text="Rate {{ text }} from 0 to 3."
         )
-        assert edited.version == 2
-        assert template_for(task_type="ordinal").version == 2
+        assert (edited.version, edited.owner, edited.builtin) == (2, researcher, False)
+        assert builtin_default("ordinal").version == 1
         process_run(run_id=first.pk)
         judgment = Judgment.objects.get(rater=judge.rater)
         assert judgment.provenance["template"]["version"] == 1
 
-    def test_a_published_prompt_with_json_braces_is_pasted_verbatim(self, make_study, make_llm_judge, fault_server):
+    def test_a_published_prompt_with_json_braces_is_pasted_verbatim(
+        self, researcher, make_study, make_llm_judge, fault_server
+    ):
         pasted = (
             'You are a judge. Reply as {"decision": "A" | "B" | "TIE"}.\nPrompt: {{ prompt }}\nA: {{ a }}\nB: {{ b }}'
         )
-        template_save(name="published-critic", task_type="pairwise", user_text=pasted)
+        template_save(owner=researcher, name="published-critic", task_type="pairwise", user_text=pasted)
         judge = make_llm_judge("ok", templates={"pairwise": "published-critic"})
         study = make_study(task_type="pairwise", n_items=1, n_candidates=2)
         run = run_create(study=study, judge=judge, enqueue=False)
@@ -71,21 +75,20 @@ class TestVersions:
         assert judgment.status == "ok"
         assert judgment.provenance["template"]["name"] == "published-critic"
 
-    def test_an_unknown_variable_is_refused(self):
+    def test_an_unknown_variable_is_refused(self, researcher):
         with pytest.raises(ValidationError, match="does not exist"):
-            template_save(name="typo", task_type="ordinal", user_text="Rate {{ jokee }}")
+            template_save(owner=researcher, name="typo", task_type="ordinal", user_text="Rate {{ jokee }}")
         assert not PromptTemplate.objects.filter(name="typo").exists()
 
-    def test_a_template_that_does_not_compile_is_refused(self):
+    def test_a_template_that_does_not_compile_is_refused(self, researcher):
         with pytest.raises(ValidationError, match="does not compile"):
-            template_save(name="broken", task_type="ordinal", user_text="{% for x in %}")
+            template_save(owner=researcher, name="broken", task_type="ordinal", user_text="{% for x in %}")
 
-    def test_a_name_cannot_change_task_type(self):
-        template_save(name="mine", task_type="ordinal", user_text="{{ text }}")
+    def test_a_name_cannot_change_task_type(self, researcher):
+        template_save(owner=researcher, name="mine", task_type="ordinal", user_text="{{ text }}")
         with pytest.raises(ValidationError, match="another task type"):
-            template_save(name="mine", task_type="binary", user_text="{{ text }}")
+            template_save(owner=researcher, name="mine", task_type="binary", user_text="{{ text }}")
 
-    def test_a_judge_cannot_use_a_template_of_another_task_type(self, make_study, make_llm_judge):
-        judge = make_llm_judge("ok", templates={"ordinal": "funny-or-not"})
+    def test_a_judge_cannot_use_a_template_of_another_task_type(self, make_llm_judge):
         with pytest.raises(ValidationError, match="binary items"):
-            run_create(study=make_study(n_items=1), judge=judge, enqueue=False)
+            make_llm_judge("ok", templates={"ordinal": "funny-or-not"})

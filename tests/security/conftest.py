@@ -15,7 +15,7 @@ from annotation.models import Invitation, ItemImport, Study
 from judging.models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
 from judging.services.judges import judge_create
 from judging.services.runs import run_create
-from judging.services.templates import ensure_builtin_templates
+from judging.services.templates import ensure_builtin_templates, template_save
 from judging.services.tournaments import tournament_create
 from ratings.alignment.base import AlignmentParams
 from ratings.alignment_tasks import report_request
@@ -38,7 +38,7 @@ class World:
     judge: JudgeConfig
     run: JudgeRun
     tournament: Tournament
-    template: PromptTemplate
+    template: PromptTemplate  # the owner's own template
     report: AlignmentReport
     invitation: Invitation
     clients: dict[str, Client]
@@ -97,7 +97,9 @@ def world(researcher, other_researcher, expert, settings, tmp_path) -> World:
         owner=researcher, name="Owner's tournament", source_study=pairwise, judge=judge, enqueue=False
     )
     ensure_builtin_templates()
-    template = PromptTemplate.objects.order_by("name", "version").first()
+    template = template_save(
+        owner=researcher, name="owners-critic", task_type="ordinal", user_text="Rate {{ text }}: one digit."
+    )
     report = report_request(study=study, params=AlignmentParams(seed=study.seed), inline=True)
     invitation = Invitation.objects.create(study=study, email="erin@example.org")
 

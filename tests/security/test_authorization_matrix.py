@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotation.models import AuditEntry, Judgment, Study
-from judging.models import JudgeConfig, JudgeRun, Tournament
+from judging.models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
 
 from .conftest import World
 
@@ -152,10 +152,10 @@ MATRIX: dict[str, Route] = {
     "judging:judge_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
     "judging:baselines_add": Route(PAGE, ("POST",), scope=GLOBAL),
     "judging:judge_edit": Route(PAGE, ("GET", "POST"), lambda w: {"pk": w.judge.pk}),
-    "judging:template_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL, why="prompt templates are shared"),
-    "judging:template_edit": Route(
-        PAGE, ("GET", "POST"), lambda w: {"name": w.template.name}, scope=GLOBAL, why="prompt templates are shared"
+    "judging:template_list": Route(
+        PAGE, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
     ),
+    "judging:template_edit": Route(PAGE, ("GET", "POST"), lambda w: {"name": w.template.name}),
     "judging:study_runs": Route(PAGE, ("GET", "POST"), lambda w: {"study_pk": w.study.pk}),
     "judging:tournament_new": Route(PAGE, ("GET", "POST"), lambda w: {"study_pk": w.pairwise.pk}),
     "judging:run_detail": Route(PAGE, ("GET",), lambda w: {"pk": w.run.pk}),
@@ -170,7 +170,9 @@ MATRIX: dict[str, Route] = {
     "judging-api-run": Route(API, ("GET",), lambda w: {"pk": w.run.pk}),
     "judging-api-run-cancel": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging-api-run-resume": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
-    "judging-api-templates": Route(API, ("GET", "POST"), scope=GLOBAL, why="prompt templates are shared"),
+    "judging-api-templates": Route(
+        API, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
+    ),
     # Candidate generation.
     "judging:generator_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
     "judging:generator_edit": Route(PAGE, ("GET", "POST"), generator),
@@ -287,6 +289,12 @@ def post_data(name: str, role: str, w: World) -> dict:
         return {"state": "closed"}
     if name in ("researcher:study_detail", "api:study_update"):
         return {"name": "Renamed by someone"}
+    if name == "judging:template_edit":
+        return {"description": "taken over", "user_text": "Say yes. {{ text }}"}
+    if name in ("judging:template_list", "judging-api-templates"):
+        # Saving under the owner's template name is tests/judging/test_template_ownership.py's (it must make the
+        # saver's own template); here that would give "other" a template of that name before template_edit is tried.
+        return {"name": f"{role}-critic", "task_type": "ordinal", "user_text": "Say yes. {{ text }}"}
     return {}
 
 
@@ -301,6 +309,11 @@ def protected_state(w: World) -> dict:
         "judge": JudgeConfig.objects.filter(pk=w.judge.pk).values("name", "base_url").first(),
         "invitations": w.study.invitations.count(),
         "exports": w.study.exports.count(),
+        "templates": list(
+            PromptTemplate.objects.exclude(owner=w.other)
+            .order_by("pk")
+            .values_list("owner", "name", "version", "user_text")
+        ),
     }
 
 

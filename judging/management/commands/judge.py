@@ -30,7 +30,12 @@ class Command(BaseCommand):
             name_help="Judge name: reuses the judge of this name, or creates it; without it the judge of this "
             "endpoint and model is reused. Give two names to compare two prompts on one model.",
         )
-        parser.add_argument("--template", default="", help="Prompt template name for the study's task type.")
+        parser.add_argument(
+            "--template",
+            default="",
+            help="Prompt template for the study's task type: the owner's own template of this name, else the "
+            "built-in one. The judge is pinned to its newest version.",
+        )
         add_call_arguments(parser)
         parser.add_argument("--trials", type=int)
         parser.add_argument("--both-orders", action="store_true", help="Pairwise: judge A/B and B/A.")
