@@ -177,6 +177,16 @@ FUNNYBONE_KEY_SECRET = env_str("FUNNYBONE_KEY_SECRET")
 # Set it on shared servers so a researcher cannot make the workers call internal addresses.
 FUNNYBONE_JUDGE_URL_ALLOWLIST = env_list("FUNNYBONE_JUDGE_URL_ALLOWLIST")
 
+# Limits on what users type or upload (see README, docs/judging.md and docs/study-files.md).
+# A rendered prompt (system or user message) may be at most this many characters.
+FUNNYBONE_PROMPT_MAX_CHARS = env_int("FUNNYBONE_PROMPT_MAX_CHARS", 100_000)
+# Parsed JSON and YAML (API bodies, study files, study config, item metadata): nesting depth,
+# values in all (YAML aliases count once per use), digits of an integer, characters of a string.
+FUNNYBONE_JSON_MAX_DEPTH = env_int("FUNNYBONE_JSON_MAX_DEPTH", 32)
+FUNNYBONE_JSON_MAX_NODES = env_int("FUNNYBONE_JSON_MAX_NODES", 1_000_000)
+FUNNYBONE_JSON_MAX_INT_DIGITS = env_int("FUNNYBONE_JSON_MAX_INT_DIGITS", 30)
+FUNNYBONE_JSON_MAX_STRING_CHARS = env_int("FUNNYBONE_JSON_MAX_STRING_CHARS", 1_000_000)
+
 # Celery: a file-system broker by default so `make run` needs no server.
 _redis_url = env_str("REDIS_URL")
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", _redis_url or "filesystem://")
