@@ -36,7 +36,8 @@ class BoundedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None) -> Any:
         try:
             text = codecs.getreader(get_encoding(parser_context or {}))(stream).read()
-            return load_json(text, parse_constant=strict_constant if self.strict else None)
+            # A NUL is left to the fields: DRF's CharField refuses it, and the fields below say where.
+            return load_json(text, nul=False, parse_constant=strict_constant if self.strict else None)
         except DataTooComplex as exc:
             raise serializers.ValidationError(_field_error(exc)) from None
         except ValueError as exc:
@@ -44,14 +45,22 @@ class BoundedJSONParser(JSONParser):
 
 
 class BoundedJSONField(serializers.JSONField):
-    """A JSON value whose size, depth, numbers and text are within the limits."""
+    """A JSON value whose size, depth, numbers and text are within the limits.
+
+    ``nul=False`` leaves NUL characters to the serializer's own validation (a study's config and
+    items name the item and field that holds one).
+    """
+
+    def __init__(self, *, nul: bool = True, **kwargs: Any):
+        self.nul = nul
+        super().__init__(**kwargs)
 
     def to_internal_value(self, data: Any) -> Any:
         try:
             if getattr(data, "is_json_string", False):
-                data = load_json(str(data))
+                data = load_json(str(data), nul=self.nul)
             else:
-                check_data(data)
+                check_data(data, nul=self.nul)
         except DataTooComplex as exc:
             where = f"{exc.path}: " if exc.path else ""
             raise serializers.ValidationError(f"{where}{exc.problem}") from None

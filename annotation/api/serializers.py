@@ -20,7 +20,7 @@ class StudySettingsInput(serializers.Serializer):
     """Every setting is optional: what is left out keeps its default (or its current value)."""
 
     name = serializers.CharField(max_length=200, required=False)
-    config = BoundedJSONField(required=False, help_text="The task type's settings; see docs/study-files.md.")
+    config = BoundedJSONField(nul=False, required=False, help_text="The task type's settings; see docs/study-files.md.")
     description = serializers.CharField(required=False, allow_blank=True)
     protocol = serializers.CharField(max_length=40, required=False, allow_blank=True)
     quota_per_item = serializers.IntegerField(min_value=1, required=False)
@@ -104,7 +104,7 @@ class ItemOutput(serializers.ModelSerializer):
 
 class ItemsJsonInput(serializers.Serializer):
     items = serializers.ListField(
-        child=BoundedJSONField(),
+        child=BoundedJSONField(nul=False),
         allow_empty=False,
         help_text="Items in the study-file shape: {id, prompt, text, metadata, gold, attention_check, candidates}.",
     )

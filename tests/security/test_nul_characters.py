@@ -101,10 +101,12 @@ class TestApiQueries:
         assert "query parameter name" in response.json()["detail"]
 
     def test_a_nul_inside_a_json_value_is_a_400_naming_the_field(self, api):
-        response = api.post(
-            "/api/studies/create/",
-            '{"name": "x", "task_type": "ordinal", "config": {"question": "a\\u0000b"}}',
-            content_type="application/json",
+        body = (
+            '{"name": "t", "task_type": "ordinal", "user_text": "{{ text }}", '
+            '"response_schema": {"type": "object", "description": "a\\u0000b"}}'
         )
+        response = api.post("/api/judging/templates/", body, content_type="application/json")
         assert response.status_code == 400
-        assert "question: a NUL character (0x00)" in response.json()["config"][0]
+        assert response.json() == {
+            "response_schema": ["description: a NUL character (0x00) at position 2; remove it."]
+        }
