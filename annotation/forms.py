@@ -5,6 +5,7 @@ from typing import Any
 
 from django import forms
 
+from .json_limits import DataTooComplex, load_json
 from .models import Study
 from .services.studies import STUDY_SETTINGS
 from .study_files import config_problems
@@ -18,11 +19,13 @@ def _clean_config(raw: str, task_type: str) -> dict[str, Any]:
     if not raw:
         return get_task_type(task_type).config({})
     try:
-        config = json.loads(raw)
+        config = load_json(raw)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(
             f"This is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
         ) from None
+    except DataTooComplex as exc:
+        raise forms.ValidationError(str(exc)) from None
     if not isinstance(config, dict):
         raise forms.ValidationError('The configuration must be a JSON object, e.g. {"points": [0, 1, 2, 3], ...}.')
     kind = get_task_type(task_type)

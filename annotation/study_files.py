@@ -22,6 +22,7 @@ from .importers.cells import NUL, json_ready
 from .importers.files import check_size, collect
 from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
+from .json_limits import DataTooComplex, LimitPassed, load_json, load_yaml
 from .models import Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 from .task_types import TaskType, get_task_type
@@ -131,13 +132,19 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
             [f"{path.name}: byte offset {exc.start} is not valid UTF-8; save the file as UTF-8."]
         ) from None
     try:
-        data = json.loads(text) if kind == "json" else yaml.safe_load(text)
+        # NUL characters are reported field by field by the checks below.
+        load = load_json if kind == "json" else load_yaml
+        data = load(text, where=path.name, nul=False)
     except json.JSONDecodeError as exc:
         raise StudyFileError([f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})."]) from None
+    except DataTooComplex as exc:
+        raise StudyFileError([str(exc)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        if isinstance(exc, LimitPassed):  # valid YAML, just too big or too deep
+            raise StudyFileError([f"{path.name}{where}: {problem}"]) from None
         raise StudyFileError([f"{path.name}{where}: not valid YAML ({problem})."]) from None
     if not isinstance(data, dict):
         raise StudyFileError([f"{path.name}: the file must hold one study, written as name: value pairs."])

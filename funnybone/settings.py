@@ -52,6 +52,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "funnybone.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -155,6 +156,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # JSON bodies within FUNNYBONE_JSON_* (depth, size, digits): a 400 naming the place, not a 500.
+    "DEFAULT_PARSER_CLASSES": [
+        "annotation.api.json_input.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 500,
 }
 SPECTACULAR_SETTINGS = {
@@ -176,6 +183,16 @@ FUNNYBONE_KEY_SECRET = env_str("FUNNYBONE_KEY_SECRET")
 # Hosts (``host`` or ``host:port``) a judge's base URL may point at; empty allows any.
 # Set it on shared servers so a researcher cannot make the workers call internal addresses.
 FUNNYBONE_JUDGE_URL_ALLOWLIST = env_list("FUNNYBONE_JUDGE_URL_ALLOWLIST")
+
+# Limits on what users type or upload (see README, docs/judging.md and docs/study-files.md).
+# A rendered prompt (system or user message) may be at most this many characters.
+FUNNYBONE_PROMPT_MAX_CHARS = env_int("FUNNYBONE_PROMPT_MAX_CHARS", 100_000)
+# Parsed JSON and YAML (API bodies, study files, study config, item metadata): nesting depth,
+# values in all (YAML aliases count once per use), digits of an integer, characters of a string.
+FUNNYBONE_JSON_MAX_DEPTH = env_int("FUNNYBONE_JSON_MAX_DEPTH", 32)
+FUNNYBONE_JSON_MAX_NODES = env_int("FUNNYBONE_JSON_MAX_NODES", 1_000_000)
+FUNNYBONE_JSON_MAX_INT_DIGITS = env_int("FUNNYBONE_JSON_MAX_INT_DIGITS", 30)
+FUNNYBONE_JSON_MAX_STRING_CHARS = env_int("FUNNYBONE_JSON_MAX_STRING_CHARS", 1_000_000)
 
 # Celery: a file-system broker by default so `make run` needs no server.
 _redis_url = env_str("REDIS_URL")

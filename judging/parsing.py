@@ -48,7 +48,7 @@ def find_json_object(text: str) -> dict[str, Any] | None:
     for candidate in candidates:
         try:
             value = json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # a model can answer with anything, "[[[[..." included
             continue
         if isinstance(value, dict):
             return value
@@ -56,7 +56,7 @@ def find_json_object(text: str) -> dict[str, Any] | None:
     for match in re.finditer(r"\{", text):
         try:
             value, _end = decoder.raw_decode(text, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(value, dict):
             return value

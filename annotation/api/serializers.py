@@ -11,6 +11,7 @@ from ..importers.cells import CellProblem, json_ready
 from ..models import Candidate, Item, ItemImport, Judgment, Rater, Study
 from ..services.studies import STUDY_SETTINGS
 from ..task_types import TASK_TYPES
+from .json_input import BoundedJSONField
 
 IMPORT_STATUS_HELP = "One of: " + ", ".join(ItemImport.Status.values) + "."
 
@@ -19,7 +20,7 @@ class StudySettingsInput(serializers.Serializer):
     """Every setting is optional: what is left out keeps its default (or its current value)."""
 
     name = serializers.CharField(max_length=200, required=False)
-    config = serializers.JSONField(required=False, help_text="The task type's settings; see docs/study-files.md.")
+    config = BoundedJSONField(nul=False, required=False, help_text="The task type's settings; see docs/study-files.md.")
     description = serializers.CharField(required=False, allow_blank=True)
     protocol = serializers.CharField(max_length=40, required=False, allow_blank=True)
     quota_per_item = serializers.IntegerField(min_value=1, required=False)
@@ -103,7 +104,7 @@ class ItemOutput(serializers.ModelSerializer):
 
 class ItemsJsonInput(serializers.Serializer):
     items = serializers.ListField(
-        child=serializers.JSONField(),
+        child=BoundedJSONField(nul=False),
         allow_empty=False,
         help_text="Items in the study-file shape: {id, prompt, text, metadata, gold, attention_check, candidates}.",
     )

@@ -13,7 +13,7 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,6 +28,7 @@ from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import config_problems
 from ..task_types import get_task_type
 from . import serializers as s
+from .json_input import BoundedJSONParser
 from .permissions import IsResearcher
 
 ERRORS = OpenApiResponse(s.ErrorsOutput, description="What is wrong; nothing was changed.")
@@ -150,7 +151,7 @@ class ItemListApi(ResearcherApi, generics.ListAPIView):
 
 
 class ItemImportApi(ResearcherApi):
-    parser_classes = [MultiPartParser, JSONParser]
+    parser_classes = [MultiPartParser, BoundedJSONParser]
 
     @extend_schema(
         operation_id="items_import",

@@ -10,6 +10,7 @@ changes.
 from __future__ import annotations
 
 import random
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -98,6 +99,18 @@ def require_dict(value: Any, *keys: str) -> dict[str, Any]:
     if missing:
         raise ValidationError(f"The answer is missing {', '.join(missing)}.")
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_storable(text: str) -> None:
+    """Refuse written text the database cannot store: PostgreSQL keeps no NUL character (0x00) in
+    text or jsonb, and no unpaired UTF-16 surrogate (which only a JSON escape such as \\ud800 makes)."""
+    if "\x00" in text:
+        raise ValidationError("Your answer contains a NUL character (0x00); please remove it.")
+    if _SURROGATE.search(text):
+        raise ValidationError("Your answer contains an unpaired surrogate character; please remove it.")
 
 
 def posted_position(data: Any, field: str, shown_order: list[str]) -> str:

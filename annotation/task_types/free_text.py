@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from .base import Level, TaskType, require_dict
+from .base import Level, TaskType, check_storable, require_dict
 
 MARKED_TOKEN = re.compile(r"<([^<>/]+)/>")
 ONE_WORD = re.compile(r"^[^\s<>]+$")
@@ -47,6 +47,7 @@ class MicroEdit(TaskType):
 
     def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
         word = str(require_dict(value, "replacement")["replacement"]).strip()
+        check_storable(word)
         if not word:
             raise ValidationError("Please type a replacement word.")
         if not ONE_WORD.match(word):
@@ -70,6 +71,7 @@ class WrittenExplanation(TaskType):
 
     def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
         text = str(require_dict(value, "text")["text"]).strip()
+        check_storable(text)
         if len(text) < config.get("min_length", 10):
             raise ValidationError(f"Please write at least {config.get('min_length', 10)} characters.")
         if len(text) > config.get("max_length", 2000):

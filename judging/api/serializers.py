@@ -3,6 +3,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.api.json_input import FIELD_MAPPING
+
 from ..models import GenerationRun, GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate
 from ..services.generation import GENERATOR_SETTINGS
 from ..services.judges import JUDGE_SETTINGS
@@ -11,6 +13,7 @@ from ..services.judges import JUDGE_SETTINGS
 # A judge's or generator's endpoint settings; the key is write-only. A comment, not a docstring: drf-spectacular
 # would publish a docstring as the Judge and Generator schemas' description.
 class EndpointSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = FIELD_MAPPING
     api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=True)
     has_api_key = serializers.BooleanField(read_only=True)
     key_source = serializers.CharField(read_only=True)
@@ -100,6 +103,7 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class TemplateSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = FIELD_MAPPING
     # Lists mix your own versions with the shared ones; this tells them apart (shared ones are read-only).
     shared = serializers.BooleanField(
         read_only=True, help_text="A built-in: read-only, saving its name makes your copy."

@@ -18,19 +18,21 @@ Variables every template may use:
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.template import Context, Engine, TemplateSyntaxError
+from django.template import Context, Template, TemplateSyntaxError
 
 from annotation.models import Item
 from annotation.task_types.free_text import split_headline
 
 from .builtin import DELIVERY_FEATURES, FAILURE_FEATURES, HUMOR_MECHANISMS
+from .sandbox import PromptEngine, PromptRenderError, limited, max_chars, too_long
 
-_ENGINE = Engine(autoescape=False, debug=False)
+_ENGINE = PromptEngine()
 _MISSING = "\x00missing:%s\x00"
-_CHECKING_ENGINE = Engine(autoescape=False, debug=False, string_if_invalid=_MISSING)
+_CHECKING_ENGINE = PromptEngine(string_if_invalid=_MISSING)
 
 VARIABLES = (
     "prompt",
@@ -105,8 +107,36 @@ def build_context(
     }
 
 
+@lru_cache(maxsize=64)
+def _compiled(source: str, checking: bool = False) -> Template:
+    # Judge runs render the same few templates for every item; compile each once per process.
+    return (_CHECKING_ENGINE if checking else _ENGINE).compile(source)
+
+
+def _render(source: str, context: dict[str, Any], *, checking: bool = False) -> str:
+    """Render within the limits (see ``sandbox``); PromptRenderError says what went wrong."""
+    limit = max_chars()
+    if len(source) > limit:
+        raise PromptRenderError(f"the template is {len(source):,} characters long; the limit is {limit:,}.")
+    try:
+        template = _compiled(source, checking)
+        with limited(limit):
+            out = template.render(Context(context, autoescape=False))
+    except PromptRenderError:
+        raise
+    except TemplateSyntaxError as exc:
+        raise PromptRenderError(f"the template does not compile: {exc}") from None
+    except RecursionError:
+        raise PromptRenderError("the template nests too deeply to render.") from None
+    except Exception as exc:  # noqa: BLE001 - a filter fed the wrong kind of value; say which error
+        raise PromptRenderError(f"the template could not be rendered: {type(exc).__name__}: {exc}") from None
+    if len(out) > limit:
+        raise PromptRenderError(too_long(len(out), limit))
+    return out
+
+
 def render(source: str, context: dict[str, Any]) -> str:
-    return _ENGINE.from_string(source).render(Context(context, autoescape=False)).strip()
+    return _render(source, context).strip()
 
 
 def render_messages(*, system: str, user: str, context: dict[str, Any]) -> list[dict[str, str]]:
@@ -131,19 +161,30 @@ def sample_context(task_type: str) -> dict[str, Any]:
     return build_context(item=item, candidates=candidates, config=config, task_type=task_type)
 
 
-def check_template(*, system: str, user: str, task_type: str) -> None:
-    """Raise ValidationError when a template does not compile or names unknown variables."""
+def check_template(*, system: str, user: str, task_type: str | None) -> None:
+    """Render both parts with sample variables, as a run would; ValidationError naming the field when one
+    does not compile, names an unknown variable, or breaks the limits (size, work, refused tags).
+
+    ``task_type`` None checks a generator's prompt, which sees only ``prompt`` and ``text``.
+    """
     if not user.strip():
-        raise ValidationError("The user message template is empty.")
-    context = sample_context(task_type)
-    for part, source in (("system", system), ("user", user)):
+        raise ValidationError({"user_text": "The user message template is empty."})
+    if task_type is None:
+        context: dict[str, Any] = {"prompt": "A headline", "text": "A headline"}
+        known = ("prompt", "text")
+    else:
+        context, known = sample_context(task_type), VARIABLES
+    for part, field, source in (("system", "system_text", system), ("user", "user_text", user)):
         try:
-            out = _CHECKING_ENGINE.from_string(source).render(Context(context, autoescape=False))
-        except TemplateSyntaxError as exc:
-            raise ValidationError(f"The {part} template does not compile: {exc}") from None
+            out = _render(source, context, checking=True)
+        except PromptRenderError as exc:
+            raise ValidationError({field: f"The {part} template cannot be used: {exc}"}) from None
         if "\x00missing:" in out:
             raise ValidationError(
-                f"The {part} template uses a variable that does not exist. Known variables: {', '.join(VARIABLES)}."
+                {
+                    field: f"The {part} template uses a variable that does not exist. "
+                    f"Known variables: {', '.join(known)}."
+                }
             )
 
 

@@ -28,7 +28,7 @@ from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key
 from ..limits import Limits, call_limits
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
 from ..parsing import Parsed, find_json_object
-from ..prompts.render import render
+from ..prompts.render import check_template, render
 from ..retry import ABANDONED, OK, RetryPolicy, ask
 from ..runner import cancel_run, complete_unit, drive, end_run_if_finished, release_unit, resume_run
 from .judges import _check_base_url, set_endpoint_settings
@@ -76,6 +76,7 @@ BARE_PROMPT_TASK_TYPES = "rating scale, binary label, micro-edit or written expl
 def _apply_generator(generator: GeneratorConfig, changes: dict[str, Any]) -> None:
     set_endpoint_settings(generator, changes, known=GENERATOR_SETTINGS, kind="generator")
     generator.user_text = generator.user_text or DEFAULT_GENERATOR_PROMPT
+    check_template(system=generator.system_text, user=generator.user_text, task_type=None)
     _check_base_url(generator.base_url)
     if not (generator.base_url and generator.model):
         raise ValidationError("A generator needs a base URL and a model name.")

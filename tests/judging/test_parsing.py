@@ -138,3 +138,20 @@ class TestChoicesAndText:
     def test_find_json_object_skips_non_objects(self):
         assert find_json_object('[1, 2] then {"a": 1}') == {"a": 1}
         assert find_json_object("no json here") is None
+
+
+class TestHostileAnswers:
+    def test_deeply_nested_json_is_unparseable_not_a_crash(self):
+        parsed = pairwise('{"decision": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        assert parsed.value is None
+        assert parsed.error
+
+    def test_an_explanation_with_a_nul_character_is_refused_before_the_database(self):
+        parsed = parse_answer(
+            task_type="explanation",
+            text='{"text": "Because the pun\\u0000 lands late."}',
+            shown_order=[],
+            config=get_task_type("explanation").config(None),
+        )
+        assert parsed.value is None
+        assert parsed.error == "Your answer contains a NUL character (0x00); please remove it."
