@@ -39,6 +39,8 @@ NOT_A_WORKBOOK = "This is not a readable XLSX file"
 
 
 def _megabytes(size: int) -> str:
+    if size < 1_048_576:
+        return f"{size / 1024:,.0f} KB"
     return f"{size / 1_048_576:,.1f} MB"
 
 
