@@ -37,17 +37,37 @@ def with_part(data: bytes, name: str, content: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def shared_strings_bomb(megabytes: int) -> bytes:
+def with_shared_strings(sst: bytes) -> bytes:
+    """A workbook whose sheet reads its two cells from this shared-strings part, registered as Excel does."""
+    data = workbook([["id"]])
+    source = zipfile.ZipFile(io.BytesIO(data))
+    types = source.read("[Content_Types].xml").replace(
+        b"</Types>",
+        b'<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+        b'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml" /></Types>',
+    )
+    rels = source.read("xl/_rels/workbook.xml.rels").replace(
+        b"</Relationships>",
+        b'<Relationship Id="rIdStrings" Target="sharedStrings.xml" Type="http://schemas.openxmlformats.org/'
+        b'officeDocument/2006/relationships/sharedStrings" /></Relationships>',
+    )
+    sheet = _sheet('<sheetData><row r="1"><c r="A1" t="s"><v>0</v></c></row></sheetData>')
+    for name, content in (("[Content_Types].xml", types), ("xl/_rels/workbook.xml.rels", rels), (SHEET, sheet)):
+        data = with_part(data, name, content)
+    return with_part(data, SHARED_STRINGS, sst)
+
+
+def shared_strings_bomb(megabytes: float) -> bytes:
     """A small XLSX whose shared-strings part inflates to about this many megabytes of tiny strings."""
     item = b"<si><t>ha</t></si>"
-    count = megabytes * 1024 * 1024 // len(item)
+    count = int(megabytes * 1024 * 1024) // len(item)
     xml = (
         b'<?xml version="1.0" encoding="UTF-8"?>'
         + f'<sst xmlns="{MAIN_NS}" count="{count}" uniqueCount="{count}">'.encode()
         + item * count
         + b"</sst>"
     )
-    return with_part(workbook([["id", "text"], ["j1", "ha"]]), SHARED_STRINGS, xml)
+    return with_shared_strings(xml)
 
 
 def _sheet(body: str, *, prolog: str = "") -> bytes:
@@ -71,7 +91,7 @@ def billion_laughs_xlsx() -> bytes:
         f'<?xml version="1.0" encoding="UTF-8"?><!DOCTYPE sst [{"".join(entities)}]>'
         f'<sst xmlns="{MAIN_NS}" count="1" uniqueCount="1"><si><t>&lol9;</t></si></sst>'
     )
-    return with_part(workbook([["id", "text"], ["j1", "x"]]), SHARED_STRINGS, xml.encode())
+    return with_shared_strings(xml.encode())
 
 
 def huge_dimension_xlsx(rows: int = 200_000) -> bytes:

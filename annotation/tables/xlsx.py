@@ -31,6 +31,8 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 MAX_RATIO = 100
 # Small parts (styles, an empty sheet) compress extremely well and cost nothing; the ratio applies above this.
 RATIO_FLOOR_BYTES = 1024 * 1024
+# openpyxl holds every shared string in memory (about 100 bytes each) before the first row is read.
+MAX_SHARED_STRINGS = 1_000_000
 # Cells one row element may hold (Excel's own column limit).
 MAX_ROW_CELLS = 16_384
 SCAN_CHUNK = 1024 * 1024
@@ -80,17 +82,28 @@ def check_xlsx(stream: IO[bytes]) -> int:
                 f"The workbook inflates to {_megabytes(total)}; the limit is {_megabytes(MAX_TOTAL_BYTES)}. "
                 "Split it into several files or save it as CSV."
             )
+        strings = 0
         for info in parts:
-            _scan_part(archive, info)
+            strings += _scan_part(archive, info)
+            if strings > MAX_SHARED_STRINGS:
+                raise _refuse(
+                    f"holds more than {MAX_SHARED_STRINGS:,} shared strings; the limit is {MAX_SHARED_STRINGS:,}. "
+                    "Split the workbook or save it as CSV.",
+                    info.filename,
+                )
     return total
 
 
-def _scan_part(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-    """One streaming pass over a part: no UTF-16 XML (the byte scan could not see its declarations), no DTD."""
+def _scan_part(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """One streaming pass over a part: no UTF-16 XML (the byte scan could not see its declarations), no DTD.
+
+    Returns how many shared strings (``<si>`` elements) the part holds.
+    """
     if info.is_dir():
-        return
+        return 0
     tail = b""
     first = True
+    strings = 0
     try:
         with archive.open(info) as part:
             while chunk := part.read(SCAN_CHUNK):
@@ -107,11 +120,13 @@ def _scan_part(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
                         "spreadsheet program.",
                         info.filename,
                     )
+                strings += chunk.count(b"<si>") + chunk.count(b"<si ")
                 tail = window[-16:]
     except TableError:
         raise
     except Exception as exc:  # noqa: BLE001 - a corrupt part (CRC, zlib.error, encryption) is not a server error
         raise _refuse(f"{NOT_A_WORKBOOK} (part {info.filename!r}: {exc}).") from None
+    return strings
 
 
 def inflated_size(stream: IO[bytes]) -> int:

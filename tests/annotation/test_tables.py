@@ -81,6 +81,11 @@ class TestXlsx:
         monkeypatch.setattr(xlsx, "MAX_TOTAL_BYTES", 2000)
         assert refusal(data, "xlsx").messages[0].startswith("The workbook inflates to")
 
+    def test_too_many_shared_strings(self, monkeypatch):
+        monkeypatch.setattr(xlsx, "MAX_SHARED_STRINGS", 1000)
+        error = refusal(hostile.shared_strings_bomb(0.5), "xlsx")  # under the ratio check
+        assert error.messages[0].startswith("The workbook's part 'xl/sharedStrings.xml' holds more than 1,000 shared")
+
     def test_too_many_parts(self, monkeypatch):
         monkeypatch.setattr(xlsx, "MAX_PARTS", 3)
         assert "parts" in refusal(hostile.workbook([["id"]]), "xlsx").messages[0]
