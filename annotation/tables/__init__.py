@@ -13,7 +13,11 @@ row (a workbook's shared strings excepted, which the archive checks bound).
 - ``read_rows(stream, fmt=...)`` yields the non-blank ``TableRow``s of a CSV
   file or a workbook's first sheet; ``read_json_lines(stream)`` the lines
   of a JSON Lines file.
+- ``workload(stream, fmt=..., size=...)``: the same figure from the archive
+  directory alone, to decide between reading now and a worker.
 - ``cell_text(value)`` is the one reading of a cell (rules in ``cells``).
+- ``loads_bounded(text)`` / ``json_limits_problem(value)``: the JSON depth and
+  number-size limits, for callers parsing JSON or YAML themselves.
 
 A file that cannot be read raises ``TableError`` whose ``problems`` carry
 row, column, part and message as data.
@@ -72,6 +76,7 @@ __all__ = [
     "read_json_lines",
     "read_rows",
     "split_header",
+    "workload",
 ]
 
 
