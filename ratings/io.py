@@ -12,15 +12,15 @@ Problems raise :class:`InputError` with a message a researcher can act on
 
 from __future__ import annotations
 
-import csv
-import io
+import itertools
 import math
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from annotation import tables
 
 TIE = "tie"
 
@@ -71,97 +71,42 @@ class Labels:
 
 
 def read_table(path: str | Path) -> Table:
-    """Read a CSV (comma, semicolon or tab separated, UTF-8) or an XLSX file (first sheet)."""
+    """Read a CSV (comma, semicolon or tab separated, UTF-8) or an XLSX file (first sheet).
+
+    The file is opened once and read by the one table reader
+    (``annotation.tables``), so a cell reads here exactly as it does in an
+    item or protocol import, and the same hostile files are refused.
+    """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        stream = path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not data.strip():
-        raise InputError(f"{path.name} is empty")
-    if path.suffix.lower() in (".xlsx", ".xlsm") or data[:4] == b"PK\x03\x04":
-        table = _read_xlsx(data, path.name)
-    else:
-        table = _read_csv(data, path.name)
-    if not table.rows:
-        raise InputError(f"{path.name} has a header but no data rows")
-    return table
-
-
-def _decode(data: bytes, name: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"{name} is not UTF-8 text: undecodable byte 0x{data[exc.start]:02x} on row {line}; "
-            "save the file as UTF-8 CSV or as XLSX"
-        ) from None
-
-
-def _read_csv(data: bytes, name: str) -> Table:
-    text = _decode(data, name)
-    first_line = text.splitlines()[0] if text else ""
-    delimiter = max((",", ";", "\t"), key=first_line.count)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header: list[str] | None = None
-    rows: list[list[str]] = []
-    numbers: list[int] = []
-    try:
-        for raw in reader:
-            cells = [c.strip() for c in raw]
-            if not any(cells):
-                continue
-            if header is None:
-                header = cells
-                continue
-            rows.append(cells)
-            numbers.append(reader.line_num)
-    except csv.Error as exc:
-        raise InputError(f"row {reader.line_num}: {exc}") from None
-    if header is None:
-        raise InputError(f"{name} is empty")
-    return Table(columns=header, rows=rows, row_numbers=numbers)
-
-
-def _cell_text(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value).strip()
-
-
-def _read_xlsx(data: bytes, name: str) -> Table:
-    from openpyxl import load_workbook
-
-    try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
-        raise InputError(f"{name} is not a readable XLSX workbook ({exc})") from None
-    try:
-        sheet = workbook.worksheets[0]
-        header: list[str] | None = None
-        rows: list[list[str]] = []
-        numbers: list[int] = []
-        for number, raw in enumerate(sheet.iter_rows(values_only=True), start=1):
-            cells = [_cell_text(v) for v in raw]
-            if not any(cells):
-                continue
-            if header is None:
-                header = cells
-                continue
-            rows.append(cells)
-            numbers.append(number)
-    finally:
-        workbook.close()
-    if header is None:
-        raise InputError(f"{name} is empty")
+    with stream:
+        magic = stream.read(4)
+        stream.seek(0)
+        fmt = tables.XLSX if path.suffix.lower() in (".xlsx", ".xlsm") or magic == b"PK\x03\x04" else tables.CSV
+        try:
+            header_row, rows = tables.split_header(tables.read_rows(stream, fmt=fmt))
+            if header_row is None:
+                raise InputError(f"{path.name} is empty")
+            header = header_row.texts()
+            body: list[list[str]] = []
+            numbers: list[int] = []
+            for row in itertools.chain([header_row], rows):
+                if row.problems:
+                    raise InputError(f"{path.name}: {row.problems[0]}")
+                if row is not header_row:
+                    body.append(row.texts())
+                    numbers.append(row.number)
+        except tables.TableError as exc:
+            raise InputError(f"{path.name} cannot be read: {' '.join(exc.messages)}") from None
+    # A header cell left empty at the end (a stray separator, a formatted column) names no column.
     while header and not header[-1]:
         header.pop()
-    return Table(columns=header, rows=rows, row_numbers=numbers)
+    if not body:
+        raise InputError(f"{path.name} has a header but no data rows")
+    return Table(columns=header, rows=body, row_numbers=numbers)
 
 
 # -- cells --------------------------------------------------------------------
@@ -173,13 +118,15 @@ def _cell(table: Table, i: int, column: int) -> str:
 
 
 def _number(text: str, *, where: str) -> float:
+    """The number a cell stands for, by the table reader's rule (TRUE/FALSE read as 1/0, "3,5" as 3.5)."""
+    value = tables.cell_number(text)
+    if value is not None:
+        return value
     try:
-        value = float(text.replace(",", ".") if text.count(",") == 1 and "." not in text else text)
+        float(text)
     except ValueError:
         raise InputError(f"{where}: {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise InputError(f"{where}: {text!r} is not a finite number")
-    return value
+    raise InputError(f"{where}: {text!r} is not a finite number")
 
 
 def parse_labels(text: str | None) -> Labels | None:

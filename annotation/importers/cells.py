@@ -1,8 +1,13 @@
-"""Turning spreadsheet cells and parsed JSON/YAML values into clean item fields."""
+"""Turning spreadsheet cells and parsed JSON/YAML values into clean item fields.
+
+How a cell reads as text is the table reader's rule (``annotation.tables.cell_text``).
+"""
 
 import datetime as dt
 import math
 from typing import Any
+
+from ..tables import cell_text
 
 # A cell longer than this is almost certainly a mistake (a pasted document, a
 # broken quote swallowing the rest of the file), and would wreck the annotator's page.
@@ -18,23 +23,6 @@ FALSE_WORDS = {"", "0", "false", "no", "n"}
 
 class CellProblem(ValueError):
     """A value that cannot be used; the message is shown to the user as is."""
-
-
-def cell_text(value: Any) -> str:
-    """A cell as text: whole-number floats lose their ".0", dates become ISO 8601."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isfinite(value) and value.is_integer():
-            return str(int(value))
-        return repr(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    return str(value).strip()
 
 
 def cell_json(value: Any) -> Any:

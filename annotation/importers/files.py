@@ -59,13 +59,21 @@ def collect(rows: Iterable[RowResult], *, study: Study, replace: bool) -> tuple[
     return specs, errors
 
 
-def prepare(*, study: Study, stream: IO[bytes], fmt: str, size: int, replace: bool) -> tuple[list[ItemSpec], list[str]]:
-    """Read and check a whole file without writing: the items, or every problem found."""
+def prepare(
+    *, study: Study, stream: IO[bytes], fmt: str, size: int, replace: bool, refuse: bool = False
+) -> tuple[list[ItemSpec], list[str]]:
+    """Read and check a whole file without writing: the items, or every problem found.
+
+    A file refused as a whole comes back as its messages, or with ``refuse``
+    raises FileProblem so the caller can tell it from row problems.
+    """
     try:
         check_size(size)
         rows = read_rows(stream, fmt=fmt, task_type=get_task_type(study.task_type))
         specs, errors = collect(rows, study=study, replace=replace)
     except FileProblem as exc:
+        if refuse:
+            raise
         return [], exc.messages
     return specs, capped_errors(errors)
 

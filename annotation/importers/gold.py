@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..tables import cell_text
 from ..task_types import TIE, TaskType
-from .cells import CellProblem, cell_text
+from .cells import CellProblem
 
 
 def _no_boolean(raw: Any) -> None:

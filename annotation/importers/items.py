@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..services.studies import CandidateSpec, ItemSpec
+from ..tables import TableError, cell_text
 from ..task_types import TaskType
-from .cells import CellProblem, attention_flag, cell_json, cell_text, check_text, json_ready
+from .cells import CellProblem, attention_flag, cell_json, check_text, json_ready
 from .gold import gold_from_file
 
 FIXED_COLUMNS = ("id", "prompt", "text", "gold", "attention_check")
@@ -23,12 +24,10 @@ ITEM_KEYS = ("id", "prompt", "text", "metadata", "gold", "attention_check", "can
 CANDIDATE_KEYS = ("key", "text", "context", "provenance")
 
 
-class FileProblem(ValueError):
-    """The file as a whole cannot be read (wrong type, bad header, bad bytes, too big)."""
-
-    def __init__(self, messages: str | list[str]):
-        self.messages = [messages] if isinstance(messages, str) else list(messages)
-        super().__init__("; ".join(self.messages))
+# The file as a whole cannot be read (wrong type, bad header, bad bytes, too big): the
+# table reader's own error, so a refusal from the reader and one from the importers
+# are the same thing to every caller (``.messages``; ``.problems`` as data).
+FileProblem = TableError
 
 
 @dataclass
@@ -175,10 +174,11 @@ def item_from_cells(cells: list[Any], *, columns: Columns, where: str, task_type
         except CellProblem as exc:
             errors.append(f"{where}: {exc}")
     if "gold" in columns.fixed:
-        raw_gold = cells[columns.fixed["gold"]]
+        # The cell's text, as every reader sees it: TRUE or 3.0 in a workbook reads as in its CSV.
+        gold_text = cell_text(cells[columns.fixed["gold"]])
         try:
-            check_text(cell_text(raw_gold), field=_column_label("gold"))
-            spec.gold = gold_from_file(task_type, raw_gold.strip() if isinstance(raw_gold, str) else raw_gold)
+            check_text(gold_text, field=_column_label("gold"))
+            spec.gold = gold_from_file(task_type, gold_text)
         except CellProblem as exc:
             errors.append(f"{where}: gold answer: {exc}")
     return RowResult(where=where, spec=spec, errors=errors)

@@ -2,24 +2,23 @@
 
 Protocol importers read columns by name (``setup``, ``response``, ``rater``...),
 so the header is normalised (trimmed, lower-case, spaces to underscores) and
-every row keeps where it came from for messages. Decoding problems and
-unreadable files are reported as the item importers report them.
+every row keeps where it came from for messages. The file itself is read by
+the one table reader (``annotation.tables``): the same cell reads the same
+here as in an item import or ``manage.py analyze``, and the same refusals
+(bombs, unclosed quotes, bad bytes) apply.
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
-from ..importers.cells import cell_text
+from .. import tables
 from ..importers.files import check_size
 from ..importers.items import FileProblem
-from ..importers.readers import decode_utf8, detect_format, open_workbook, sniff_delimiter
-from ..models import ItemImport
+from ..tables import cell_text
 
 
 @dataclass
@@ -30,7 +29,7 @@ class Row:
     def text(self, column: str) -> str:
         """The cell as trimmed text ("" when absent or empty)."""
         value = self.cells.get(column)
-        return "" if value is None else cell_text(value).strip()
+        return cell_text(value)
 
 
 @dataclass
@@ -58,70 +57,44 @@ def normalise(name: Any) -> str:
     return "_".join(cell_text(name).strip().lower().split()) if name is not None else ""
 
 
-def _from_cells(numbered: Iterator[tuple[int, list]]) -> Table:
-    for _number, header in numbered:
-        if any(cell_text(c).strip() for c in header if c is not None):
-            columns = [normalise(c) for c in header]
-            break
-    else:
+def _from_rows(rows: Iterator[tables.TableRow]) -> Table:
+    header, rows = tables.split_header(rows)
+    if header is None:
         raise FileProblem("The file is empty; the first row must name the columns.")
+    columns = [normalise(c) for c in header.values]
     named = [c for c in columns if c]
     duplicates = sorted({c for c in named if named.count(c) > 1})
     if duplicates:
         raise FileProblem(f"The header names these columns twice: {', '.join(duplicates)}.")
-    table = Table(columns=named, headers={normalise(c): _written(c) for c in header if normalise(c)})
-    for number, cells in numbered:
-        if not any(c is not None and cell_text(c).strip() for c in cells):
-            continue
-        values = {col: cells[i] if i < len(cells) else None for i, col in enumerate(columns) if col}
-        table.rows.append(Row(where=f"Row {number}", cells=values))
+    table = Table(columns=named, headers={normalise(c): _written(c) for c in header.values if normalise(c)})
+    problems = list(header.problems)
+    for row in rows:
+        problems.extend(row.problems)
+        values = {col: row.values[i] if i < len(row.values) else None for i, col in enumerate(columns) if col}
+        table.rows.append(Row(where=f"Row {row.number}", cells=values))
+    if problems:
+        raise FileProblem(problems)
     return table
 
 
-def _csv(data: bytes) -> Table:
-    text = decode_utf8(data)
-    csv.field_size_limit(max(csv.field_size_limit(), len(data) + 1))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sniff_delimiter(text))
-    try:
-        rows = list(enumerate(reader, start=1))
-    except csv.Error as exc:
-        raise FileProblem(f"Line {reader.line_num}: the file is not valid CSV ({exc}).") from None
-    return _from_cells(iter(rows))
-
-
-def _xlsx(data: bytes) -> Table:
-    book = open_workbook(data, data_only=True)
-    try:
-        if not book.worksheets:
-            raise FileProblem("The workbook has no sheets.")
-        rows = [(n, list(r)) for n, r in enumerate(book.worksheets[0].iter_rows(values_only=True), start=1)]
-    finally:
-        book.close()
-    return _from_cells(iter(rows))
-
-
-def _jsonl(data: bytes) -> Table:
-    text = decode_utf8(data)
+def _from_lines(stream: IO[bytes]) -> Table:
     rows: list[Row] = []
     columns: list[str] = []
     headers: dict[str, str] = {}
     problems: list[str] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+    for line in tables.read_json_lines(stream):
+        where = f"Line {line.number}"
+        if line.error is not None:
+            problems.append(f"{where}: {line.error}")
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"Line {number}: not valid JSON ({exc.msg} at column {exc.colno}).")
+        if not isinstance(line.value, dict):
+            problems.append(f"{where}: each line must be one JSON object.")
             continue
-        if not isinstance(obj, dict):
-            problems.append(f"Line {number}: each line must be one JSON object.")
-            continue
-        cells = {normalise(k): v for k, v in obj.items()}
-        for key in obj:
+        cells = {normalise(k): tables.canonical_value(v) for k, v in line.value.items()}
+        for key in line.value:
             headers.setdefault(normalise(key), _written(key))
         columns.extend(c for c in cells if c not in columns)
-        rows.append(Row(where=f"Line {number}", cells=cells))
+        rows.append(Row(where=where, cells=cells))
     if problems:
         raise FileProblem(problems)
     if not rows:
@@ -129,11 +102,13 @@ def _jsonl(data: bytes) -> Table:
     return Table(columns=columns, rows=rows, headers=headers)
 
 
-def read_table(data: bytes, *, filename: str) -> Table:
-    check_size(len(data))
-    fmt = detect_format(filename)
-    if fmt == ItemImport.Format.XLSX:
-        return _xlsx(data)
-    if fmt == ItemImport.Format.JSONL:
-        return _jsonl(data)
-    return _csv(data)
+def read_table(data: bytes | IO[bytes], *, filename: str) -> Table:
+    """The file (its bytes, or a seekable binary stream) as a table; FileProblem when it cannot be read."""
+    stream = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    size = stream.seek(0, io.SEEK_END)
+    stream.seek(0)
+    check_size(size)
+    fmt = tables.detect_format(filename)
+    if fmt == tables.JSONL:
+        return _from_lines(stream)
+    return _from_rows(tables.read_rows(stream, fmt=fmt))

@@ -194,11 +194,23 @@ class TestTables:
 
         book = Workbook()
         book.active.append(["id", "text"])
-        book.active.append(["a", "=1+1"])
+        book.active.append(["a", "A joke"])
         stream = io.BytesIO()
         book.save(stream)
         table = read_table(stream.getvalue(), filename="x.xlsx")
         assert table.rows[0].text("id") == "a"
+
+    def test_a_formula_without_a_saved_value_is_refused_by_row_as_in_item_imports(self):
+        # It used to read as an empty cell here while the item importer refused it.
+        from openpyxl import Workbook
+
+        book = Workbook()
+        book.active.append(["id", "text"])
+        book.active.append(["a", "=1+1"])
+        stream = io.BytesIO()
+        book.save(stream)
+        with pytest.raises(FileProblem, match=r"Row 2: the formula in B2 \(=1\+1\) has no saved value"):
+            read_table(stream.getvalue(), filename="x.xlsx")
 
     def test_a_header_naming_a_column_twice_is_refused(self):
         with pytest.raises(FileProblem, match="twice: id"):

@@ -312,7 +312,8 @@ class TestBadInput:
     def test_undecodable_bytes_name_the_row(self, tmp_path):
         path = tmp_path / "latin1.csv"
         path.write_bytes("item,rater,value\na,r1,1\nb,r\xe9,2\n".encode("latin-1"))
-        with pytest.raises(CommandError, match="not UTF-8.*row 3"):
+        # The one table reader's wording, the same as an item import's: line and byte offset.
+        with pytest.raises(CommandError, match=r"Line 3, byte offset 27: byte 0xe9 is not valid UTF-8"):
             analyze("ratings", path)
 
     def test_a_broken_xlsx_is_refused(self, tmp_path):

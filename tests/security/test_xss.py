@@ -179,7 +179,10 @@ class TestResearcherPages:
             begin_as_crowdworker(crowd, study, pid)
             assert answer(crowd, study, data).status_code == 302
         # A failed upload: its error messages quote the bad row.
-        bad = f"id,text,gold\n{SCRIPT},{BREAKOUT},9\n".encode()
+        # BREAKOUT starts with a quote, so it is written quoted (doubled) as a spreadsheet would write
+        # it; unquoted, it opens a cell that never closes, which the reader now refuses as a whole.
+        breakout = '"' + BREAKOUT.replace('"', '""') + '"'
+        bad = f"id,text,gold\n{SCRIPT},{breakout},9\n".encode()
         upload = owner.post(
             reverse("researcher:study_items", args=[hostile["ordinal"].pk]),
             {"file": SimpleUploadedFile("bad.csv", bad)},
