@@ -112,29 +112,30 @@ def key_env_declared(name: str) -> bool:
     return name.startswith(DECLARED_PREFIX) and name != "FUNNYBONE_JUDGE_KEY_ENVS" and len(name) > len(DECLARED_PREFIX)
 
 
-def _grant_payload(config) -> bytes:
-    return json.dumps({"env": config.api_key_env, "url": config.base_url}, sort_keys=True).encode()
-
-
 def is_grant(stored: str) -> bool:
     return stored.startswith(GRANT_PREFIX)
 
 
 def grant_key_env(config) -> None:
     """Record that an operator chose ``config.api_key_env`` for ``config.base_url`` (see the module's doc)."""
-    token = _multi(_GRANT_INFO).encrypt(_grant_payload(config)).decode()
+    payload = json.dumps({"env": config.api_key_env, "url": config.base_url}).encode()
+    token = _multi(_GRANT_INFO).encrypt(payload).decode()
     config.api_key_encrypted = GRANT_PREFIX + token
 
 
-def _granted(config) -> bool:
+def _grant_of(config) -> dict[str, str] | None:
+    """What the operator's grant on ``config`` allows ({"env", "url"}), or None when there is none to trust."""
     stored = config.api_key_encrypted or ""
     if not is_grant(stored):
-        return False
+        return None
     try:
-        payload = _multi(_GRANT_INFO).decrypt(stored.removeprefix(GRANT_PREFIX).encode())
-    except InvalidToken:
-        return False
-    return payload == _grant_payload(config)
+        return json.loads(_multi(_GRANT_INFO).decrypt(stored.removeprefix(GRANT_PREFIX).encode()))
+    except (InvalidToken, ValueError):
+        return None
+
+
+def _granted(config) -> bool:
+    return _grant_of(config) == {"env": config.api_key_env, "url": config.base_url}
 
 
 def _declared_hint() -> str:
@@ -142,12 +143,21 @@ def _declared_hint() -> str:
     return f"FUNNYBONE_JUDGE_KEY_ENVS ({listed})" if listed else "FUNNYBONE_JUDGE_KEY_ENVS (empty)"
 
 
+def key_env_help() -> str:
+    """Which variables a researcher may name, for a form's help text."""
+    listed = ", ".join(settings.FUNNYBONE_JUDGE_KEY_ENVS)
+    return (
+        "Environment variable of the workers holding the API key: one the operator declared for judge keys "
+        f"(named {DECLARED_PREFIX}…{', or one of: ' + listed if listed else ''})."
+    )
+
+
 def key_env_problem(config) -> str:
     """Why ``config`` may not read its key from ``api_key_env``; "" when it may (or names none)."""
     name = config.api_key_env
     if not name or key_env_declared(name) or _granted(config):
         return ""
-    if is_grant(config.api_key_encrypted or ""):
+    if (_grant_of(config) or {}).get("env") == name:
         return (
             f"The operator allowed the variable {name} for this endpoint's earlier base URL only. With another "
             "base URL, type the key itself or name a variable declared for judge keys."

@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 
 import httpcore2
 import httpx2
+import openai
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from httpcore2._backends.sync import SyncBackend
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -208,7 +208,7 @@ def refusal_in(exc: BaseException) -> OutboundRefused | None:
     return None
 
 
-class GuardedBackend(SyncBackend):
+class GuardedBackend(httpcore2.SyncBackend):
     """Connects only to checked addresses, resolving the host itself (see the module's doc)."""
 
     def connect_tcp(self, host: str, port: int, timeout=None, local_address=None, socket_options=None):
@@ -216,20 +216,17 @@ class GuardedBackend(SyncBackend):
             addresses = resolve_checked(host, port)
         except socket.gaierror as exc:
             raise httpcore2.ConnectError(f"cannot resolve {host}: {exc.strerror}") from None
-        failure: Exception | None = None
+        failure: Exception = httpcore2.ConnectError(f"{host} has no address")
         for address in addresses:
             try:
                 return super().connect_tcp(address, port, timeout, local_address, socket_options)
             except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
                 failure = exc
-        assert failure is not None
         raise failure
 
 
 def guarded_client(*, timeout: float, connections: int, socket_options: list) -> httpx2.Client:
     """The HTTP client for judge and generator calls: checked connections, no redirects, no proxies from the env."""
-    import openai
-
     transport = httpx2.HTTPTransport(
         limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
         socket_options=socket_options,

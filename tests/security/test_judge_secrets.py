@@ -109,6 +109,12 @@ class TestResearchersNameOnlyDeclaredVariables:
         assert response.context["form"].errors["api_key_env"]
         assert not JudgeConfig.objects.filter(name="sneaky").exists()
 
+    def test_the_judge_form_says_which_variables_may_be_named(self, rita, settings):
+        settings.FUNNYBONE_JUDGE_KEY_ENVS = ["LAB_OPENAI_KEY", "LAB_ANTHROPIC_KEY"]
+        page = rita.get("/judging/judges/").content.decode()
+        assert "one of: LAB_OPENAI_KEY, LAB_ANTHROPIC_KEY" in page
+        assert "FUNNYBONE_JUDGE_KEY_" in page
+
     def test_a_study_file_naming_a_server_variable_is_refused(self, researcher, endpoint):
         from django.core.exceptions import ValidationError
 
