@@ -150,7 +150,10 @@ def _host_allowed(host: str, port: int) -> str:
 
 def base_url_problem(url: str) -> str:
     """Why a judge or generator may not use ``url`` (without a DNS lookup); "" when it may."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed [IPv6 bracket
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return "The base URL must be an http(s) address, e.g. http://127.0.0.1:8080/v1."
     if parts.username or parts.password:
@@ -160,7 +163,7 @@ def base_url_problem(url: str) -> str:
     except ValueError:
         return "The base URL has an invalid port."
     host = (parts.hostname or "").lower()
-    if not host:
+    if not host or not host.isprintable() or any(ch.isspace() for ch in host):
         return "The base URL must name a host."
     refused = _host_allowed(host, port)
     if refused:
@@ -177,7 +180,10 @@ def resolve_checked(host: str, port: int) -> list[str]:
     if literal is not None:
         found: Iterable[Address] = [literal]
     else:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (UnicodeError, ValueError) as exc:  # a name no resolver takes: as good as unknown
+            raise socket.gaierror(str(exc)) from None
         found = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
     addresses: list[Address] = list(dict.fromkeys(found))
     for ip in addresses:
