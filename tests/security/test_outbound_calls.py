@@ -81,6 +81,12 @@ class TestSaving:
         assert reason in response.json()["base_url"][0]
         assert "FUNNYBONE_OUTBOUND_ALLOW_NETWORKS" in response.json()["base_url"][0]
 
+    @pytest.mark.parametrize("url", ["http://[::1/v1", "http://exa mple.org/v1"])
+    def test_a_malformed_host_is_a_400_not_a_server_error(self, rita, url):
+        response = rita.post("/api/judging/judges/", {"name": "j", "base_url": url, "model": "m"}, "application/json")
+        assert response.status_code == 400
+        assert "base_url" in response.json()
+
     def test_a_generator_is_held_to_the_same_rule(self, rita):
         payload = {"name": "g", "base_url": "http://2852039166/v1", "model": "m"}
         response = rita.post("/api/judging/generators/", payload, "application/json")
