@@ -7,6 +7,9 @@ PY := $(BIN)/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# On a laptop judges may call loopback (a local llama.cpp or Ollama); a shared server leaves
+# FUNNYBONE_OUTBOUND_ALLOW_NETWORKS unset (see docs/judging.md). Set it empty to try the strict rule.
+LOCAL_OUTBOUND := FUNNYBONE_OUTBOUND_ALLOW_NETWORKS="$${FUNNYBONE_OUTBOUND_ALLOW_NETWORKS-127.0.0.0/8,::1/128}"
 
 # Find a Python >= 3.12 (Django 6 needs it): PYTHON=..., then the usual names, then pyenv.
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
@@ -64,11 +67,12 @@ migrate: deps
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(PY) manage.py load_demo
+	$(LOCAL_OUTBOUND) $(PY) manage.py load_demo
 
 run: demo
 	@echo "Starting the Celery worker and the web server on http://$(HOST):$(PORT) (Ctrl-C stops both)"
-	@$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & WORKER=$$!; \
+	@export $(LOCAL_OUTBOUND); \
+		$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & WORKER=$$!; \
 		DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT) & WEB=$$!; \
 		trap 'kill $$WORKER $$WEB 2>/dev/null; wait' EXIT INT TERM; \
 		wait $$WEB

@@ -36,6 +36,8 @@ def setup_django(workdir: Path) -> None:
     os.environ.setdefault("FUNNYBONE_DATA_DIR", str(workdir))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "funnybone.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
+    # The fault server listens on loopback, which judges may call only when allowed (judging.outbound).
+    os.environ.setdefault("FUNNYBONE_OUTBOUND_ALLOW_NETWORKS", "127.0.0.0/8,::1/128")
     import django
 
     django.setup()

@@ -179,10 +179,19 @@ SPECTACULAR_SETTINGS = {
 # Judge API keys stored in the database are encrypted with a key derived from this
 # (or from SECRET_KEY when unset); keys named by an environment variable are never stored.
 FUNNYBONE_KEY_SECRET = env_str("FUNNYBONE_KEY_SECRET")
+# Earlier values of that secret (or of SECRET_KEY), comma-separated: stored keys encrypted under
+# them still decrypt after a rotation; `manage.py rotate_judge_keys` moves them to the current one.
+FUNNYBONE_KEY_SECRET_OLD = env_list("FUNNYBONE_KEY_SECRET_OLD")
+# Environment variables a researcher may name as a judge's or generator's key (besides any named
+# FUNNYBONE_JUDGE_KEY_*); anything else, SECRET_KEY or DATABASE_URL say, is refused (judging.keys).
+FUNNYBONE_JUDGE_KEY_ENVS = env_list("FUNNYBONE_JUDGE_KEY_ENVS")
 
 # Hosts (``host`` or ``host:port``) a judge's base URL may point at; empty allows any.
 # Set it on shared servers so a researcher cannot make the workers call internal addresses.
 FUNNYBONE_JUDGE_URL_ALLOWLIST = env_list("FUNNYBONE_JUDGE_URL_ALLOWLIST")
+# Networks (CIDR) judges and generators may reach although they are not public: loopback, private,
+# link-local... are refused otherwise, on every connection (judging.outbound). `make run` allows loopback.
+FUNNYBONE_OUTBOUND_ALLOW_NETWORKS = env_list("FUNNYBONE_OUTBOUND_ALLOW_NETWORKS")
 
 # Limits on what users type or upload (see README, docs/judging.md and docs/study-files.md).
 # A rendered prompt (system or user message) may be at most this many characters.

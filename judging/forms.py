@@ -7,6 +7,7 @@ from django import forms
 from annotation.access import owned_by
 from annotation.task_types import TASK_TYPES
 
+from .keys import key_env_help
 from .models import GeneratorConfig, JudgeConfig, PromptTemplate, Tournament
 from .prompts import DEFAULT_TEMPLATE
 from .services.generation import DEFAULT_GENERATOR_PROMPT, GENERATOR_SETTINGS
@@ -54,6 +55,11 @@ class EndpointForm(forms.ModelForm):
         help_text="Stored encrypted and never shown again. Leave empty to keep the stored key.",
     )
     remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        # Say up front which variables may be named (judging.keys refuses the others).
+        self.fields["api_key_env"].help_text = key_env_help()
 
     def api_key_change(self) -> str | None:
         """None keeps the stored key, "" removes it, anything else replaces it."""

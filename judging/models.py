@@ -63,10 +63,11 @@ class EndpointSettings(models.Model):
     @property
     def key_source(self) -> str:
         """Where the key comes from, safe to show: never the key itself."""
-        if self.api_key_encrypted:
-            return "stored (encrypted)"
+        # A named variable first: api_key_encrypted then holds only an operator's grant (judging.keys).
         if self.api_key_env:
             return f"environment variable {self.api_key_env}"
+        if self.api_key_encrypted:
+            return "stored (encrypted)"
         return "none"
 
 

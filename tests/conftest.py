@@ -13,6 +13,12 @@ from annotation.services.studies import CandidateSpec, ItemSpec, items_create, s
 # refuses that unless told it is safe (each call still runs synchronously).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
+# The fake model servers and llama.cpp listen on loopback, which judges may not call unless allowed
+# (judging.outbound). The environment carries it to the Celery workers the tests start; the fixture
+# below to this process, whose settings were read before this file.
+LOOPBACK_NETWORKS = ["127.0.0.0/8", "::1/128"]
+os.environ.setdefault("FUNNYBONE_OUTBOUND_ALLOW_NETWORKS", ",".join(LOOPBACK_NETWORKS))
+
 
 def using_postgres() -> bool:
     return settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -31,6 +37,11 @@ def require_postgres() -> None:
 def _fast_password_hashing(settings):
     # The default hasher is deliberately slow; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _judges_may_call_loopback(settings):
+    settings.FUNNYBONE_OUTBOUND_ALLOW_NETWORKS = LOOPBACK_NETWORKS
 
 
 @pytest.fixture

@@ -3,7 +3,12 @@
 The SDK's own retries are off: ``judging.retry`` decides. The body is read as a
 stream with an overall deadline, because the SDK's timeout bounds each read,
 not the whole response, and a server that trickles bytes would otherwise hold
-a slot for ever. The raw body is kept for the judgment's provenance.
+a slot for ever. The raw body of an answer is kept for the judgment's provenance;
+of an error, only a short scrubbed excerpt (an endpoint's error page may be an
+internal service's, and may echo credentials).
+
+Where the backend may connect is ``judging.outbound``'s business: the endpoint is
+checked when the backend is made (before every run) and on every connection.
 """
 
 import json
@@ -17,9 +22,12 @@ from typing import Any
 import httpx2
 import openai
 
-from ..keys import redact
+from ..keys import redact, scrub
+from ..outbound import check_endpoint, guarded_client, refusal_in
 
 RAW_LIMIT = 20_000
+# How much of an error body (or of a body that is not a completion) is shown: one line, this long at most.
+EXCERPT_LIMIT = 160
 
 
 STRUCTURED_MODES = ("json_schema", "json_object", "off")
@@ -73,6 +81,23 @@ def _body(error: openai.APIStatusError) -> str:
         return ""
 
 
+def excerpt(body: str, *secrets: str) -> str:
+    """A short, single-line, scrubbed excerpt of a body, safe to store and show."""
+    line = " ".join(scrub(body, *secrets).split())
+    line = "".join(ch for ch in line if ch.isprintable())
+    return line if len(line) <= EXCERPT_LIMIT else line[: EXCERPT_LIMIT - 1] + "…"
+
+
+def _redirect_target(error: openai.APIStatusError) -> str:
+    """Where a redirect pointed (scheme, host and port only), for the message."""
+    location = error.response.headers.get("location", "") if error.response is not None else ""
+    try:
+        url = httpx2.URL(location)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        return ""
+    return f" to {url.scheme}://{url.netloc.decode('ascii', 'replace')}" if url.host else ""
+
+
 class ChatBackend:
     def __init__(
         self,
@@ -95,19 +120,20 @@ class ChatBackend:
         self.timeout = timeout
         self._secret = api_key
         self._lock = threading.Lock()
+        # Every run starts here: a judge saved before a rule changed is held to today's rules.
+        check_endpoint(base_url)
         # Keep a pooled connection per request in flight, and send small requests at once
         # (TCP_NODELAY) instead of letting Nagle's algorithm hold the body for an ACK.
-        pool = max(concurrency, 4)
-        transport = httpx2.HTTPTransport(
-            limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-        )
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key,
             timeout=timeout,
             max_retries=0,
-            http_client=openai.DefaultHttpxClient(transport=transport, timeout=timeout),
+            http_client=guarded_client(
+                timeout=timeout,
+                connections=max(concurrency, 4),
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+            ),
         )
 
     def downgrade_structured_output(self, refused: str) -> None:
@@ -158,16 +184,28 @@ class ChatBackend:
                 raw = b"".join(chunks).decode("utf-8", "replace")
         except openai.APIStatusError as exc:
             status, body = exc.status_code, _body(exc)
+            if 300 <= status < 400:
+                raise CallError(
+                    f"HTTP {status}: the endpoint redirected{_redirect_target(exc)}; redirects are not followed, "
+                    "so give the final address as the base URL",
+                    retryable=False,
+                ) from None
+            short = excerpt(body, self._secret)
             if structured and status in (400, 422, 500) and "response_format" in body:
-                raise StructuredOutputRejected(f"HTTP {status}: {mode} refused", mode=mode, raw=body) from None
+                raise StructuredOutputRejected(f"HTTP {status}: {mode} refused", mode=mode, raw=short) from None
             retryable = status in (408, 409, 425, 429) or status >= 500
             retry_after = _retry_after(exc.response.headers) if retryable else None
             raise CallError(
-                f"HTTP {status}: {body[:300]}", retryable=retryable, retry_after=retry_after, raw=body
+                f"HTTP {status}: {short}" if short else f"HTTP {status}",
+                retryable=retryable,
+                retry_after=retry_after,
             ) from None
         except (openai.APITimeoutError, httpx2.TimeoutException):
             raise CallError(f"timed out after {self.timeout:g}s", retryable=True) from None
         except openai.APIConnectionError as exc:
+            refused = refusal_in(exc)
+            if refused is not None:
+                raise CallError(str(refused), retryable=False) from None
             raise CallError(f"connection failed: {exc}", retryable=True) from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             # Raised while reading the body: a connection cut short, a truncated response.
@@ -182,7 +220,9 @@ class ChatBackend:
             choice = body["choices"][0]
             content = choice["message"].get("content")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise CallError("the server's response is not a valid chat completion", retryable=True, raw=raw) from None
+            raise CallError(
+                "the server's response is not a valid chat completion", retryable=True, raw=excerpt(raw)
+            ) from None
         usage = body.get("usage") or {}
         return Completion(
             content=content if isinstance(content, str) else None,

@@ -29,7 +29,12 @@ def add_endpoint_arguments(parser, *, required: bool, name_help: str) -> None:
     )
     parser.add_argument("--model", required=required, default="")
     parser.add_argument("--name", default="", help=name_help)
-    parser.add_argument("--api-key-env", default="", help="Environment variable holding the API key.")
+    parser.add_argument(
+        "--api-key-env",
+        default="",
+        help="Environment variable (of the worker) holding the API key; any name, unlike a researcher's, which "
+        "must be declared in FUNNYBONE_JUDGE_KEY_ENVS. It holds for this base URL only.",
+    )
 
 
 def add_call_arguments(parser) -> None:

@@ -24,9 +24,10 @@ from annotation.models import Candidate, Item, Study
 from annotation.task_types import get_task_type
 
 from ..backends.chat import ChatBackend
-from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key
+from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key, settle_key_source
 from ..limits import Limits, call_limits
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
+from ..outbound import OutboundRefused
 from ..parsing import Parsed, find_json_object
 from ..prompts.render import check_template, render
 from ..retry import ABANDONED, OK, RetryPolicy, ask
@@ -87,20 +88,29 @@ def _check_name_free(owner, name: str, *, exclude: int | None = None) -> None:
         raise ValidationError(f"You already have a generator named {name!r}.")
 
 
-def generator_create(*, owner, name: str, api_key: str | None = None, **settings: Any) -> GeneratorConfig:
-    """A new generator (one contestant). ``api_key`` is stored encrypted and never shown again."""
+def generator_create(
+    *, owner, name: str, api_key: str | None = None, key_env_by_operator: bool = False, **settings: Any
+) -> GeneratorConfig:
+    """A new generator (one contestant). ``api_key`` is stored encrypted and never shown again.
+
+    ``api_key_env`` must name a variable declared for judge keys, unless ``key_env_by_operator`` (a
+    manage.py command, never a web request) vouches for it: see ``judging.keys``."""
     name = (name or "").strip()
     _check_name_free(owner, name)
     generator = GeneratorConfig(owner=owner, name=name, temperature=0.7)
     _apply_generator(generator, settings)
     set_api_key(generator, api_key)
+    settle_key_source(generator, by_operator=key_env_by_operator)
     generator.full_clean()
     generator.save()
     return generator
 
 
-def generator_update(*, generator: GeneratorConfig, api_key: str | None = None, **changes: Any) -> GeneratorConfig:
-    """Change a generator. ``api_key=None`` keeps the stored key; "" removes it.
+def generator_update(
+    *, generator: GeneratorConfig, api_key: str | None = None, key_env_by_operator: bool = False, **changes: Any
+) -> GeneratorConfig:
+    """Change a generator. ``api_key=None`` keeps the stored key; "" removes it (``key_env_by_operator``: as
+    in ``generator_create``).
 
     Renaming changes the key of candidates written from now on, not of those already written.
     """
@@ -111,15 +121,18 @@ def generator_update(*, generator: GeneratorConfig, api_key: str | None = None, 
         generator.name = name
     _apply_generator(generator, changes)
     set_api_key(generator, api_key)
+    settle_key_source(generator, by_operator=key_env_by_operator)
     generator.full_clean()
     generator.save()
     return generator
 
 
 def generator_find_or_create(
-    *, owner, base_url: str, model: str, name: str = "", **settings: Any
+    *, owner, base_url: str, model: str, name: str = "", key_env_by_operator: bool = False, **settings: Any
 ) -> tuple[GeneratorConfig, bool]:
-    """The owner's generator by ``name`` (else by endpoint and model), made if missing; settings updated."""
+    """The owner's generator by ``name`` (else by endpoint and model), made if missing; settings updated.
+
+    ``key_env_by_operator`` as in ``generator_create``."""
     found = GeneratorConfig.objects.filter(owner=owner)
     existing = (
         found.filter(name=name).first() if name else found.filter(base_url=base_url, model=model).order_by("pk").first()
@@ -128,12 +141,18 @@ def generator_find_or_create(
         changes = {
             k: v for k, v in {"base_url": base_url, "model": model, **settings}.items() if getattr(existing, k) != v
         }
-        return (generator_update(generator=existing, **changes) if changes else existing), False
+        if key_env_by_operator and settings.get("api_key_env"):
+            changes["api_key_env"] = settings["api_key_env"]  # the operator vouches for it now
+        if not changes:
+            return existing, False
+        return generator_update(generator=existing, key_env_by_operator=key_env_by_operator, **changes), False
     base = name or slugify(model)[:90] or "generator"
     name, n = base, 2
     while found.filter(name=name).exists():
         name, n = f"{base}-{n}", n + 1
-    return generator_create(owner=owner, name=name, base_url=base_url, model=model, **settings), True
+    return generator_create(
+        owner=owner, name=name, base_url=base_url, model=model, key_env_by_operator=key_env_by_operator, **settings
+    ), True
 
 
 def _check_study_takes_candidates(study: Study, names: set[str], items: list[Item]) -> None:
@@ -325,7 +344,7 @@ def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
     run = GenerationRun.objects.select_related("study").get(pk=run_id)
     try:
         job = GenerationJob(run, sleep=sleep)
-    except ApiKeyUnavailable as exc:
+    except (ApiKeyUnavailable, OutboundRefused) as exc:
         generation_run_fail(run_id=run_id, error=str(exc))
         return
 

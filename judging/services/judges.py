@@ -3,7 +3,6 @@
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings as django_settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -11,8 +10,9 @@ from django.db import transaction
 from annotation.models import Rater
 from annotation.task_types import TASK_TYPES
 
-from ..keys import set_api_key
+from ..keys import is_grant, set_api_key, settle_key_source
 from ..models import EndpointSettings, JudgeConfig, JudgeTemplate, PromptTemplate
+from ..outbound import base_url_problem
 from .templates import template_pick
 
 # A judge's settings, in the order forms and the API show them.
@@ -36,7 +36,6 @@ JUDGE_SETTINGS = (
     "seed",
 )
 SETTINGS = frozenset(JUDGE_SETTINGS)
-DEFAULT_PORTS = {"http": 80, "https": 443}
 BASELINE_NAMES = {
     JudgeConfig.Baseline.RANDOM: "baseline: random",
     JudgeConfig.Baseline.CONSTANT: "baseline: constant",
@@ -45,28 +44,10 @@ BASELINE_NAMES = {
 
 
 def _check_base_url(url: str) -> None:
-    if not url:
-        return
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValidationError("The base URL must be an http(s) address, e.g. http://127.0.0.1:8080/v1.")
-    if parts.username or parts.password:
-        raise ValidationError("Put credentials in the API key, not in the base URL.")
-    allowed = {entry.strip().lower() for entry in django_settings.FUNNYBONE_JUDGE_URL_ALLOWLIST if entry.strip()}
-    if allowed:
-        try:
-            port = parts.port or DEFAULT_PORTS[parts.scheme]
-        except ValueError:
-            raise ValidationError("The base URL has an invalid port.") from None
-        host = (parts.hostname or "").lower()
-        netloc_host = f"[{host}]" if ":" in host else host
-        # "host" allows any port on it; "host:port" only that port (80/443 when the URL names none).
-        if not {host, netloc_host, f"{host}:{port}", f"{netloc_host}:{port}"} & allowed:
-            raise ValidationError(
-                f"The base URL's host {netloc_host}:{port} is not on this server's list of "
-                f"allowed judge hosts ({', '.join(sorted(allowed))}); ask the administrator to add it to "
-                "FUNNYBONE_JUDGE_URL_ALLOWLIST."
-            )
+    if url:
+        problem = base_url_problem(url)
+        if problem:
+            raise ValidationError({"base_url": problem})
 
 
 def _template_picks(owner: AbstractBaseUser, templates: Any) -> dict[str, PromptTemplate] | None:
@@ -99,13 +80,15 @@ def _pin(judge: JudgeConfig, picks: dict[str, PromptTemplate] | None) -> None:
 
 
 def set_endpoint_settings(config: EndpointSettings, changes: dict[str, Any], *, known, kind: str) -> None:
-    """Set a judge's or generator's settings; naming the key's environment variable drops a stored key."""
+    """Set a judge's or generator's settings; naming the key's environment variable drops a stored key.
+
+    An operator's grant stays until ``settle_key_source`` sees whether it still holds."""
     unknown = set(changes) - set(known)
     if unknown:
         raise ValidationError(f"Unknown {kind} setting(s): {', '.join(sorted(unknown))}.")
     for key, value in changes.items():
         setattr(config, key, value)
-    if config.api_key_env:
+    if config.api_key_env and not is_grant(config.api_key_encrypted):
         config.api_key_encrypted = ""
 
 
@@ -126,9 +109,13 @@ def judge_create(
     name: str,
     baseline: str = "",
     api_key: str | None = None,
+    key_env_by_operator: bool = False,
     **settings: Any,
 ) -> JudgeConfig:
-    """A new judge and its rater. ``api_key`` is stored encrypted and never shown again."""
+    """A new judge and its rater. ``api_key`` is stored encrypted and never shown again.
+
+    ``api_key_env`` must name a variable declared for judge keys, unless ``key_env_by_operator`` (a
+    manage.py command, never a web request) vouches for it: see ``judging.keys``."""
     if baseline not in JudgeConfig.Baseline.values:
         raise ValidationError(f"Unknown baseline {baseline!r}; choose random, constant or length.")
     name = (name or "").strip() or BASELINE_NAMES.get(baseline, "")
@@ -139,6 +126,7 @@ def judge_create(
     judge = JudgeConfig(owner=owner, name=name, baseline=baseline)
     picks = _apply(judge, settings)
     set_api_key(judge, api_key)
+    settle_key_source(judge, by_operator=key_env_by_operator)
     with transaction.atomic():
         judge.rater = Rater.objects.create(kind=Rater.Kind.BASELINE if baseline else Rater.Kind.LLM, name=name)
         judge.full_clean()
@@ -147,8 +135,12 @@ def judge_create(
     return judge
 
 
-def judge_update(*, judge: JudgeConfig, api_key: str | None = None, **changes: Any) -> JudgeConfig:
-    """Change a judge's settings. ``api_key=None`` keeps the stored key; "" removes it."""
+def judge_update(
+    *, judge: JudgeConfig, api_key: str | None = None, key_env_by_operator: bool = False, **changes: Any
+) -> JudgeConfig:
+    """Change a judge's settings. ``api_key=None`` keeps the stored key; "" removes it.
+
+    ``key_env_by_operator`` as in ``judge_create``."""
     name = changes.pop("name", None)
     if name is not None:
         name = name.strip()
@@ -159,6 +151,7 @@ def judge_update(*, judge: JudgeConfig, api_key: str | None = None, **changes: A
         judge.name = name
     picks = _apply(judge, changes)
     set_api_key(judge, api_key)
+    settle_key_source(judge, by_operator=key_env_by_operator)
     with transaction.atomic():
         judge.full_clean()
         judge.save()
@@ -178,9 +171,17 @@ def ensure_baseline_judges(*, owner: AbstractBaseUser) -> list[JudgeConfig]:
 
 
 def judge_find_or_create(
-    *, owner: AbstractBaseUser, baseline: str = "", base_url: str = "", model: str = "", **settings: Any
+    *,
+    owner: AbstractBaseUser,
+    baseline: str = "",
+    base_url: str = "",
+    model: str = "",
+    key_env_by_operator: bool = False,
+    **settings: Any,
 ) -> tuple[JudgeConfig, bool]:
-    """The owner's judge with this endpoint and model (or this baseline), made if missing; settings updated."""
+    """The owner's judge with this endpoint and model (or this baseline), made if missing; settings updated.
+
+    ``key_env_by_operator`` as in ``judge_create``."""
     if baseline:
         existing = JudgeConfig.objects.filter(owner=owner, baseline=baseline).order_by("pk").first()
         if existing:
@@ -200,9 +201,15 @@ def judge_find_or_create(
     )
     if existing:
         changes = {k: v for k, v in settings.items() if getattr(existing, k) != v}
-        return (judge_update(judge=existing, **changes) if changes else existing), False
+        if key_env_by_operator and settings.get("api_key_env"):
+            changes["api_key_env"] = settings["api_key_env"]  # the operator vouches for it now
+        if not changes:
+            return existing, False
+        return judge_update(judge=existing, key_env_by_operator=key_env_by_operator, **changes), False
     base = settings.pop("name", "") or f"{model} @ {urlsplit(base_url).netloc}"
     name, n = base, 2
     while JudgeConfig.objects.filter(owner=owner, name=name).exists():
         name, n = f"{base} ({n})", n + 1
-    return judge_create(owner=owner, name=name, base_url=base_url, model=model, **settings), True
+    return judge_create(
+        owner=owner, name=name, base_url=base_url, model=model, key_env_by_operator=key_env_by_operator, **settings
+    ), True

@@ -22,6 +22,7 @@ from annotation.services.assignment import assignment_for_judge
 
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
+from ..outbound import OutboundRefused
 from ..runner import DriveResult, cancel_run, drive, end_run_if_finished, resume_run
 from .templates import judge_template
 
@@ -129,7 +130,7 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
     run = JudgeRun.objects.select_related("study", "judge__rater", "template").get(pk=run_id)
     try:
         job = JudgeJob(run, sleep=sleep)
-    except (ApiKeyUnavailable, ValidationError) as exc:
+    except (ApiKeyUnavailable, OutboundRefused, ValidationError) as exc:
         run_fail(run_id=run_id, error=str(exc))
         return DriveResult()
     last_check = [0.0, False]

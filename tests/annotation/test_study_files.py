@@ -53,7 +53,7 @@ JEST_YAML = """
       - name: gpt-judge
         base_url: http://127.0.0.1:8080/v1
         model: some-model
-        api_key_env: JUDGE_KEY
+        api_key_env: FUNNYBONE_JUDGE_KEY_LAB
     items:
       - id: t1
         prompt: I bought a ceiling fan.
@@ -90,7 +90,7 @@ class TestLoadingYaml:
                 "name": "gpt-judge",
                 "base_url": "http://127.0.0.1:8080/v1",
                 "model": "some-model",
-                "api_key_env": "JUDGE_KEY",
+                "api_key_env": "FUNNYBONE_JUDGE_KEY_LAB",
             }
         ]
 

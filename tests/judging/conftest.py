@@ -56,6 +56,13 @@ def make_llm_judge(researcher, fault_server):
 
 
 @pytest.fixture(autouse=True)
+def _declared_key_variables(settings):
+    # The variables these tests name as a judge's key, declared as an operator would (judging.keys);
+    # tests/security/test_judge_secrets.py covers the names that are refused.
+    settings.FUNNYBONE_JUDGE_KEY_ENVS = ["FB_TEST_KEY", "JOKER_KEY", "LOCAL_KEY", "FUNNYBONE_TEST_NO_SUCH_KEY"]
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     # The shared researcher fixtures hash passwords; a fast hasher keeps these tests quick.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -39,8 +39,9 @@ class TestSchemes:
 
 class TestAllowlist:
     def test_an_empty_allowlist_allows_any_http_host(self, researcher, settings):
+        # Any host name; addresses are another rule (tests/security/test_outbound_calls.py).
         settings.FUNNYBONE_JUDGE_URL_ALLOWLIST = []
-        assert make(researcher, "http://10.1.2.3:8000/v1").base_url == "http://10.1.2.3:8000/v1"
+        assert make(researcher, "http://models.example.org:8000/v1").base_url == "http://models.example.org:8000/v1"
 
     def test_it_refuses_a_host_not_on_the_list_and_says_why(self, researcher, settings):
         settings.FUNNYBONE_JUDGE_URL_ALLOWLIST = ["api.openai.com", "127.0.0.1:8080"]

@@ -47,8 +47,14 @@ class Command(BaseCommand):
         work_and_report(self, run, opts, process=process_generation_run, describe=_describe, summary=generation_summary)
 
     def _generator(self, owner, opts) -> GeneratorConfig:
+        # The operator typed --api-key-env: it may name any variable (see judging.keys).
         generator, created = generator_find_or_create(
-            owner=owner, base_url=opts["base_url"], model=opts["model"], name=opts["name"], **endpoint_settings(opts)
+            owner=owner,
+            base_url=opts["base_url"],
+            model=opts["model"],
+            name=opts["name"],
+            key_env_by_operator=bool(opts["api_key_env"]),
+            **endpoint_settings(opts),
         )
         self.stderr.write(f"{'Created' if created else 'Reusing'} generator {generator.name!r}")
         return generator

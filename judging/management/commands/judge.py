@@ -71,8 +71,13 @@ class Command(BaseCommand):
         if opts["template"]:
             settings["templates"] = {study.task_type: opts["template"]}
         try:
+            # The operator typed --api-key-env: it may name any variable (see judging.keys).
             judge, created = judge_find_or_create(
-                owner=owner, base_url=opts["base_url"], model=opts["model"], **settings
+                owner=owner,
+                base_url=opts["base_url"],
+                model=opts["model"],
+                key_env_by_operator=bool(opts["api_key_env"]),
+                **settings,
             )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
