@@ -139,20 +139,6 @@ print(" ".join(str(view(request).status_code) for request in requests))
 """
 
 
-@pytest.fixture
-def redis_cache(settings):
-    """Django's cache on real Redis, as with REDIS_URL in production; the URL for other processes."""
-    url = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/6"
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        if os.environ.get("FUNNYBONE_REQUIRE_SERVICES"):
-            pytest.fail(f"This test needs Redis at {url}: {exc}")
-        pytest.skip(f"needs Redis at {url} ({exc})")
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}}
-    return url
-
-
 def other_process(redis_url: str, address: str, n: int, *, limit: int) -> list[int]:
     env = {
         **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
