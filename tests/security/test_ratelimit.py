@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.core.cache import caches
-from django.test import Client
+from django.test import Client, override_settings
 
 from annotation.models import Enrollment, Rater
 from annotation.ratelimit import _key, hit
@@ -180,3 +180,14 @@ class TestSharedThroughRedis:
         assert 0 < raw.ttl(key) <= 60
         assert hit(scope="entry", client="fresh-client", window=60) == 1
         assert 0 < raw.ttl(caches["default"].make_key(_key("entry", "fresh-client"))) <= 60
+
+
+class TestACacheOutage:
+    def test_participants_still_get_in_when_redis_is_unreachable(self, study, settings):
+        # Nothing listens on port 1: every count fails at once. A launch must not fail with it.
+        settings.FUNNYBONE_ENTRY_RATE_PER_MINUTE = 1
+        unreachable = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+        client = Client()
+        with override_settings(CACHES={"default": unreachable}):
+            statuses = [enter(client, study, f"outage-{n}").status_code for n in range(3)]
+        assert statuses == [302, 302, 302]
