@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from .logins import ThrottledAdminAuthenticationForm
 from .models import (
     Assignment,
     AuditEntry,
@@ -14,6 +15,9 @@ from .models import (
     Rater,
     Study,
 )
+
+# The admin's login counts failures and pauses like the site's (annotation.logins).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 
 class CandidateInline(admin.TabularInline):

@@ -8,6 +8,7 @@ Celery broker (no servers needed). Set ``DATABASE_URL`` and
 from pathlib import Path
 
 import dj_database_url
+from django.utils.csp import CSP
 
 from .env import env_bool, env_int, env_list, env_str
 
@@ -15,9 +16,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FUNNYBONE_DATA_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
+# A shared server: a secret key is required and load_demo will not create the demo login.
+FUNNYBONE_PRODUCTION = env_bool("FUNNYBONE_PRODUCTION", False)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("FUNNYBONE_PRODUCTION", False):
+    if not DEBUG and FUNNYBONE_PRODUCTION:
         raise RuntimeError("SECRET_KEY must be set in production")
     # Development only: a per-checkout key so sessions survive restarts.
     _key_file = DATA_DIR / "secret_key"
@@ -59,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
@@ -142,6 +146,19 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if _https else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _https
 SECURE_HSTS_PRELOAD = _https
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if _https else None
+# Pages load only our own scripts, styles and images (htmx is served from static/): no inline
+# script or style attribute runs, so injected markup cannot execute. data: images are the
+# protocol report's embedded figures.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -229,8 +246,18 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # Assignment leases: how long an annotator holds an item before it is handed out again.
 FUNNYBONE_LEASE_SECONDS = env_int("FUNNYBONE_LEASE_SECONDS", 30 * 60)
-# Crowd entry rate limit (requests per minute per client address).
-FUNNYBONE_ENTRY_RATE_PER_MINUTE = env_int("FUNNYBONE_ENTRY_RATE_PER_MINUTE", 60)
+# Crowd entry rate limits, per minute (0 = none): per client address, sized for a study
+# launch of a few hundred participants a minute from one network, and per participant id.
+FUNNYBONE_ENTRY_RATE_PER_MINUTE = env_int("FUNNYBONE_ENTRY_RATE_PER_MINUTE", 600)
+FUNNYBONE_ENTRY_RATE_PER_PARTICIPANT = env_int("FUNNYBONE_ENTRY_RATE_PER_PARTICIPANT", 10)
+# How many reverse proxies in front of the web server append to X-Forwarded-For; the client
+# address is read from that header only when this is above 0 (see "Behind a reverse proxy").
+FUNNYBONE_TRUSTED_PROXY_COUNT = max(0, env_int("FUNNYBONE_TRUSTED_PROXY_COUNT", 0))
+# Login throttling: this many failed logins for one username (or from one client address)
+# pause logging in for it for FUNNYBONE_LOGIN_LOCKOUT_SECONDS; 0 turns a limit off.
+FUNNYBONE_LOGIN_FAILURE_LIMIT = env_int("FUNNYBONE_LOGIN_FAILURE_LIMIT", 5)
+FUNNYBONE_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("FUNNYBONE_LOGIN_ADDRESS_FAILURE_LIMIT", 50)
+FUNNYBONE_LOGIN_LOCKOUT_SECONDS = max(1, env_int("FUNNYBONE_LOGIN_LOCKOUT_SECONDS", 15 * 60))
 # How often each Celery worker looks for judge/generation runs and tournaments whose
 # queued message was lost (no live lease, no progress) and queues them again; 0 = only at start-up.
 FUNNYBONE_RECOVERY_SECONDS = env_int("FUNNYBONE_RECOVERY_SECONDS", 300)

@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from annotation.logins import LoginView
+
 urlpatterns = [
     path("", include("annotation.urls")),
     path("studies/", include("annotation.researcher_urls")),
@@ -11,7 +13,7 @@ urlpatterns = [
     path("analysis/", include("ratings.urls")),
     path("alignment/", include("ratings.alignment_urls")),
     path("exports/", include("ratings.export_urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]

@@ -5,7 +5,9 @@ Every study is created through the same services a researcher's import uses
 passes exactly the validation real content does. Loading is idempotent: a demo
 study that already exists (found by its slug, or by its owner and name) is left
 exactly as it is, and the ``demo`` login is only created when no user of that
-name exists.
+name exists. Its password is published, so under ``FUNNYBONE_PRODUCTION=1`` the
+demo login is never created nor used: the studies go to an existing account
+named by the operator, or nothing is loaded.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -54,6 +57,10 @@ class DemoStudy:
     def slug(self) -> str:
         # The slug study_create gives a new study of this name.
         return slugify(self.name)[:60]
+
+
+class DemoLoginRefused(Exception):
+    """A production server asked for the demo login, whose password anyone can read in the README."""
 
 
 @dataclass
@@ -201,9 +208,22 @@ def _import(study: Study, path: Path) -> None:
         raise ValueError(f"Demo file {path.name} does not import: {'; '.join(result.errors[:5])}")
 
 
-def load_demo() -> DemoResult:
-    """Create the demo login and every missing demo study; leave existing ones untouched."""
-    user, user_created = demo_user()
+def load_demo(*, owner: AbstractBaseUser | None = None) -> DemoResult:
+    """Create every missing demo study, owned by ``owner`` or else by the demo login; leave existing ones untouched.
+
+    Without an ``owner`` the demo login is created if missing, except in production
+    mode, where :class:`DemoLoginRefused` is raised before anything is written.
+    """
+    if owner is not None:
+        user, user_created = owner, False
+    elif settings.FUNNYBONE_PRODUCTION:
+        raise DemoLoginRefused(
+            f"Refusing to create or use the demo login {DEMO_USERNAME!r}: its password is published and "
+            "FUNNYBONE_PRODUCTION=1 is set. To load the demo studies on this server, "
+            "name an existing account: manage.py load_demo --owner USERNAME."
+        )
+    else:
+        user, user_created = demo_user()
     result = DemoResult(user=user, user_created=user_created)
     for demo in demo_studies():
         found = _existing(demo, user)

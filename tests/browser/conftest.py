@@ -41,9 +41,23 @@ def chromium():
 
 
 @pytest.fixture
-def browser_page(chromium):
+def csp_violations() -> list[str]:
+    """What the browser refused under the site's Content-Security-Policy, as Chromium reports it on the console."""
+    return []
+
+
+@pytest.fixture
+def browser_page(chromium, csp_violations):
     context = chromium.new_context(locale="en-GB")
     page = context.new_page()
     page.set_default_timeout(15_000)
+    page.on("console", lambda message: _record_csp_violation(message, csp_violations))
     yield page
     context.close()
+    # Every page a browser test visits must work under the policy: a refused script or style is a bug.
+    assert not csp_violations, f"Content-Security-Policy violations: {csp_violations}"
+
+
+def _record_csp_violation(message, violations: list[str]) -> None:
+    if "Content Security Policy" in message.text:
+        violations.append(f"{message.location.get('url', '')}: {message.text}")

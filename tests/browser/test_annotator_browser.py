@@ -93,7 +93,9 @@ def answer_by_key(page, key: str, seen: list[str]) -> bool:
     """Press one key on the item page; True once the study sent the browser to its completion page."""
     # A key pressed while htmx is still swapping the last answer in would reach
     # the outgoing form (harmless: a resubmit is stored once) instead of this item.
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    # Predicates are functions, not expression strings: Playwright evals a string predicate
+    # inside the page, which the site's Content-Security-Policy (no 'unsafe-eval') refuses.
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
     previous = page.locator("input[name=assignment]").input_value()
     with page.expect_response(lambda r: r.url.endswith("/item/") and r.request.method == "POST") as answered:
         page.keyboard.press(key)
@@ -110,7 +112,7 @@ def answer_by_key(page, key: str, seen: list[str]) -> bool:
         " return !!field && field.value !== prev; }",
         arg=previous,
     )
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'item-heading'")
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'item-heading'")
     seen.append(page.content())
     return False
 
@@ -255,7 +257,7 @@ class TestWrittenAnswersByKeyboard:
             page.keyboard.press("Enter")
         assert refused.value.status == 422
         # The form comes back with the word kept and the cursor in it, ready to fix.
-        page.wait_for_function("document.activeElement && document.activeElement.id === 'replacement'")
+        page.wait_for_function("() => document.activeElement && document.activeElement.id === 'replacement'")
         assert page.get_by_role("textbox", name="Replace").input_value() == "nap time"
         assert "single word" in page.locator(".form-error").inner_text()
         page.screenshot(path=str(SCREENSHOTS / "funnybone-micro-edit-1280.png"), full_page=True)

@@ -3,10 +3,12 @@
 an import, an export, a judge, a run, a tournament, an alignment report, an expert who
 accepted an invitation and a crowdworker who entered by the study link."""
 
+import os
 import re
 from dataclasses import dataclass
 
 import pytest
+import redis
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import Client
@@ -132,3 +134,20 @@ def world(researcher, other_researcher, expert, settings, tmp_path) -> World:
         clients=clients,
         assignments=assignments,
     )
+
+
+@pytest.fixture
+def redis_cache(settings) -> str:
+    """Django's default cache on real Redis for one test, as REDIS_URL makes it in production; its URL.
+
+    Skipped locally without a Redis server; a failure where FUNNYBONE_REQUIRE_SERVICES is set.
+    """
+    url = os.environ.get("REDIS_URL") or os.environ.get("FUNNYBONE_TEST_REDIS_URL", "redis://127.0.0.1:6379/5")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        if os.environ.get("FUNNYBONE_REQUIRE_SERVICES"):
+            pytest.fail(f"This test needs Redis at {url}: {exc}")
+        pytest.skip(f"needs Redis at {url} ({exc})")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}}
+    return url
