@@ -67,10 +67,6 @@ class LeasedJob(models.Model):
                 condition=~Q(status=JobStatus.RUNNING) | Q(heartbeat_at__isnull=False),
                 name="%(app_label)s_%(class)s_running_has_heartbeat",
             ),
-            models.CheckConstraint(
-                condition=~Q(status__in=FINISHED) | Q(finished_at__isnull=False),
-                name="%(app_label)s_%(class)s_finished_has_time",
-            ),
         ]
 
     @property
@@ -186,6 +182,17 @@ def heartbeat(model: type[LeasedJob], *, pk: int, token: str, every: float | Non
     finally:
         stop.set()
         thread.join(timeout=interval + 30)
+
+
+def soft_limit_of(task: Any) -> float:
+    """The soft time limit this delivery ran under: the call's own, the task's, or the global default."""
+    limits = getattr(task.request, "timelimit", None) or (None, None)
+    return limits[1] or task.soft_time_limit or settings.CELERY_TASK_SOFT_TIME_LIMIT
+
+
+def time_limit_message(seconds: float, *, what: str) -> str:
+    span = f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} seconds"
+    return f"{what} took longer than the {span} time limit and was stopped; nothing was written."
 
 
 def stale_jobs(model: type[LeasedJob], *, now: datetime | None = None, lease: float | None = None) -> models.QuerySet:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, Least
 from django.http import Http404
 
 from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
@@ -87,6 +88,8 @@ class RaterProgress:
 
 @dataclass(frozen=True)
 class StudyProgress:
+    """Totals over the whole study (computed in the database) and one page of item and rater rows."""
+
     quota: int
     items_total: int
     items_complete: int
@@ -94,8 +97,11 @@ class StudyProgress:
     judgments_done: int  # human judgments of regular items, each item counted up to its quota
     judgments_needed: int
     judge_judgments: int  # LLM and baseline judges, outside the quota
-    items: list[ItemProgress]  # least complete first; possibly cut to the requested length
-    raters: list[RaterProgress]
+    raters_total: int
+    raters_completed: int
+    raters_excluded: int
+    items: list[ItemProgress]  # least complete first; the requested page
+    raters: list[RaterProgress]  # in the order they enrolled; the requested page
 
     @property
     def percent(self) -> float:
@@ -103,18 +109,10 @@ class StudyProgress:
             return 0.0
         return round(100 * self.judgments_done / self.judgments_needed, 1)
 
-    @property
-    def raters_completed(self) -> int:
-        return sum(1 for r in self.raters if r.completed)
 
-    @property
-    def raters_excluded(self) -> int:
-        return sum(1 for r in self.raters if r.excluded)
-
-
-def _rater_progress(study: Study) -> list[RaterProgress]:
+def _enrollments_with_counts(study: Study) -> QuerySet[Enrollment]:
     in_study = Q(rater__judgments__study=study)
-    enrollments = (
+    return (
         Enrollment.objects.filter(study=study)
         .select_related("rater")
         .annotate(
@@ -125,51 +123,75 @@ def _rater_progress(study: Study) -> list[RaterProgress]:
         )
         .order_by("created_at", "id")
     )
-    return [
-        RaterProgress(
-            rater_id=e.rater_id,
-            name=str(e.rater),
-            kind=e.rater.kind,
-            judgments=e.n_judged,
-            attention_passed=e.n_passed,
-            attention_failed=e.n_failed,
-            too_fast=e.n_too_fast,
-            excluded=e.excluded,
-            excluded_reason=e.excluded_reason,
-            ended_early=e.ended_early,
-            started_at=e.created_at,
-            completed_at=e.completed_at,
-        )
-        for e in enrollments
-    ]
 
 
-def study_progress(*, study: Study, item_limit: int | None = None) -> StudyProgress:
-    """Judgments per item against the quota, per rater, and overall completion."""
+def _rater_row(e: Enrollment) -> RaterProgress:
+    return RaterProgress(
+        rater_id=e.rater_id,
+        name=str(e.rater),
+        kind=e.rater.kind,
+        judgments=e.n_judged,
+        attention_passed=e.n_passed,
+        attention_failed=e.n_failed,
+        too_fast=e.n_too_fast,
+        excluded=e.excluded,
+        excluded_reason=e.excluded_reason,
+        ended_early=e.ended_early,
+        started_at=e.created_at,
+        completed_at=e.completed_at,
+    )
+
+
+def _items_with_counts(study: Study) -> QuerySet[Item]:
+    return Item.objects.filter(study=study, is_attention_check=False).annotate(
+        done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS))
+    )
+
+
+def _page(rows: QuerySet, offset: int, limit: int | None) -> QuerySet:
+    offset = max(offset, 0)
+    return rows[offset:] if limit is None else rows[offset : offset + max(limit, 0)]
+
+
+def study_progress(
+    *,
+    study: Study,
+    item_limit: int | None = None,
+    item_offset: int = 0,
+    rater_limit: int | None = None,
+    rater_offset: int = 0,
+) -> StudyProgress:
+    """Judgments per item against the quota, per rater, and overall completion.
+
+    The totals are aggregates the database computes over every item and
+    rater; only the requested page of rows is read into memory, so a study
+    of a million items costs the same few queries as a small one.
+    """
     quota = study.quota_per_item
-    rows = (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS)))
-        .values_list("pk", "external_id", "position", "done")
+    per_item = _items_with_counts(study)
+    totals = per_item.aggregate(
+        items_total=Count("pk"),
+        items_complete=Count("pk", filter=Q(done__gte=quota)),
+        items_started=Count("pk", filter=Q(done__gt=0)),
+        judgments_done=Coalesce(Sum(Least("done", Value(quota))), 0),
     )
-    items = sorted(
-        (
-            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
-            for pk, external_id, _p, done in rows
-        ),
-        key=lambda i: (i.done, i.external_id),
+    raters = Enrollment.objects.filter(study=study).aggregate(
+        raters_total=Count("pk"),
+        raters_completed=Count("pk", filter=Q(completed_at__isnull=False)),
+        raters_excluded=Count("pk", filter=Q(excluded=True)),
     )
-    judge_judgments = study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count()
+    item_rows = _page(per_item.order_by("done", "external_id", "pk"), item_offset, item_limit)
     return StudyProgress(
         quota=quota,
-        items_total=len(items),
-        items_complete=sum(1 for i in items if i.complete),
-        items_started=sum(1 for i in items if i.done),
-        judgments_done=sum(min(i.done, quota) for i in items),
-        judgments_needed=len(items) * quota,
-        judge_judgments=judge_judgments,
-        items=items if item_limit is None else items[:item_limit],
-        raters=_rater_progress(study),
+        judgments_needed=totals["items_total"] * quota,
+        judge_judgments=study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count(),
+        items=[
+            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
+            for pk, external_id, done in item_rows.values_list("pk", "external_id", "done")
+        ],
+        raters=[_rater_row(e) for e in _page(_enrollments_with_counts(study), rater_offset, rater_limit)],
+        **totals,
+        **raters,
     )
 
 

@@ -8,7 +8,7 @@ format is documented in docs/study-files.md.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -349,37 +349,60 @@ def load_study_file(path: str | Path, owner: AbstractBaseUser, replace: bool = F
     return study
 
 
-def study_file_data(study: Study) -> dict[str, Any]:
-    """The study written back as a study file (gold answers in their full value shape)."""
+# Items are read and written this many at a time, so a study of any size streams in bounded memory.
+ITEM_CHUNK = 500
+
+
+def study_file_settings(study: Study) -> dict[str, Any]:
+    """Everything of the study file before its items: name, task type, config and settings."""
     data: dict[str, Any] = {"name": study.name, "task_type": study.task_type, "config": study.config}
     for key in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS, *NUMBER_KEYS, "item_order", "attention_check_policy"):
         data[key] = getattr(study, key)
     data["state"] = study.state
-    items = []
-    for item in study.items.prefetch_related("candidates").order_by("position", "id"):
-        entry: dict[str, Any] = {"id": item.external_id}
-        if item.prompt:
-            entry["prompt"] = item.prompt
-        if item.text:
-            entry["text"] = item.text
-        if item.metadata:
-            entry["metadata"] = item.metadata
-        if item.gold is not None:
-            entry["gold"] = item.gold
-        if item.is_attention_check:
-            entry["attention_check"] = True
-        candidates = []
-        for candidate in item.candidates.all():
-            c: dict[str, Any] = {"key": candidate.key, "text": candidate.text}
-            if candidate.context:
-                c["context"] = candidate.context
-            if candidate.provenance:
-                c["provenance"] = candidate.provenance
-            candidates.append(c)
-        if candidates:
-            entry["candidates"] = candidates
-        items.append(entry)
-    data["items"] = items
+    return data
+
+
+def _item_entry(item: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": item.external_id}
+    if item.prompt:
+        entry["prompt"] = item.prompt
+    if item.text:
+        entry["text"] = item.text
+    if item.metadata:
+        entry["metadata"] = item.metadata
+    if item.gold is not None:
+        entry["gold"] = item.gold
+    if item.is_attention_check:
+        entry["attention_check"] = True
+    candidates = []
+    for candidate in item.candidates.all():
+        c: dict[str, Any] = {"key": candidate.key, "text": candidate.text}
+        if candidate.context:
+            c["context"] = candidate.context
+        if candidate.provenance:
+            c["provenance"] = candidate.provenance
+        candidates.append(c)
+    if candidates:
+        entry["candidates"] = candidates
+    return entry
+
+
+def study_file_item_batches(study: Study) -> Iterator[list[dict[str, Any]]]:
+    """The study's items as study-file entries, in listed order, ITEM_CHUNK at a time (never all at once)."""
+    items = study.items.prefetch_related("candidates").order_by("position", "id")
+    batch: list[dict[str, Any]] = []
+    for item in items.iterator(chunk_size=ITEM_CHUNK):
+        batch.append(_item_entry(item))
+        if len(batch) == ITEM_CHUNK:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def study_file_sections(study: Study) -> dict[str, Any]:
+    """The other apps' keys (judges, ...) that have something to say about this study."""
+    data: dict[str, Any] = {}
     for key, section in SECTIONS.items():
         value = section.dump(study)
         if value:
@@ -387,5 +410,56 @@ def study_file_data(study: Study) -> dict[str, Any]:
     return data
 
 
+def study_file_data(study: Study) -> dict[str, Any]:
+    """The study written back as a study file (gold answers in their full value shape), all in memory.
+
+    For a download use ``study_file_yaml_chunks`` / ``study_file_json_chunks``, which stream.
+    """
+    items = [entry for batch in study_file_item_batches(study) for entry in batch]
+    return {**study_file_settings(study), "items": items, **study_file_sections(study)}
+
+
+def _yaml(data: Any) -> str:
+    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1000)
+
+
+def study_file_yaml_chunks(study: Study) -> Iterator[str]:
+    """The study file as YAML, piece by piece: the same text ``yaml.safe_dump(study_file_data(...))`` writes.
+
+    A block sequence under a key may start at the key's own indentation, so
+    each batch of items dumped as a list continues the ``items:`` list.
+    """
+    yield _yaml(study_file_settings(study))
+    empty = True
+    for batch in study_file_item_batches(study):
+        if empty:
+            yield "items:\n"
+            empty = False
+        yield _yaml(batch)
+    if empty:
+        yield "items: []\n"
+    sections = study_file_sections(study)
+    if sections:
+        yield _yaml(sections)
+
+
 def study_file_yaml(study: Study) -> str:
-    return yaml.safe_dump(study_file_data(study), allow_unicode=True, sort_keys=False, width=1000)
+    return "".join(study_file_yaml_chunks(study))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def study_file_json_chunks(study: Study) -> Iterator[str]:
+    """The study file as one JSON object, piece by piece (items streamed in batches)."""
+    head = ", ".join(f"{_json(key)}: {_json(value)}" for key, value in study_file_settings(study).items())
+    yield "{" + head + ', "items": ['
+    first = True
+    for batch in study_file_item_batches(study):
+        yield ("" if first else ",\n") + ",\n".join(_json(entry) for entry in batch)
+        first = False
+    yield "]"
+    for key, value in study_file_sections(study).items():
+        yield f", {_json(key)}: {_json(value)}"
+    yield "}\n"

@@ -10,20 +10,9 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from .importers.background import item_import_fail, item_import_requeue, item_import_run, item_imports_recover
-from .jobs import recover_periodically
+from .jobs import recover_periodically, soft_limit_of, time_limit_message
 
 logger = logging.getLogger(__name__)
-
-
-def soft_limit_of(task) -> float:
-    """The soft time limit this delivery ran under: the call's own, the task's, or the global default."""
-    limits = getattr(task.request, "timelimit", None) or (None, None)
-    return limits[1] or task.soft_time_limit or settings.CELERY_TASK_SOFT_TIME_LIMIT
-
-
-def time_limit_message(seconds: float, *, what: str) -> str:
-    span = f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} seconds"
-    return f"{what} took longer than the {span} time limit and was stopped; nothing was written."
 
 
 def _record_failure(import_id: int, errors: list[str]) -> None:

@@ -17,6 +17,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from .. import selectors
@@ -251,7 +252,33 @@ class JudgmentListApi(ResearcherApi, generics.ListAPIView):
 
 class StudyProgressApi(ResearcherApi):
     @extend_schema(
-        operation_id="studies_progress", summary="Judgments per item and per rater", responses={200: s.ProgressOutput}
+        operation_id="studies_progress",
+        summary="Totals, and a page of judgments per item and per rater",
+        description=(
+            "The totals cover the whole study. `items` (least judged first) and `raters` are pages: "
+            "follow `items_next` and `raters_next` for the rest."
+        ),
+        parameters=[s.ProgressQueryInput],
+        responses={200: s.ProgressOutput},
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(s.ProgressOutput(selectors.study_progress(study=self.study(pk))).data)
+        study = self.study(pk)
+        query = s.ProgressQueryInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = query.validated_data
+        progress = selectors.study_progress(
+            study=study,
+            item_limit=page["limit"],
+            item_offset=page["offset"],
+            rater_limit=page["raters_limit"],
+            rater_offset=page["raters_offset"],
+        )
+        data = s.ProgressOutput(progress).data
+        url = request.build_absolute_uri()
+        items_end = page["offset"] + page["limit"]
+        raters_end = page["raters_offset"] + page["raters_limit"]
+        data["items_next"] = replace_query_param(url, "offset", items_end) if items_end < progress.items_total else None
+        data["raters_next"] = (
+            replace_query_param(url, "raters_offset", raters_end) if raters_end < progress.raters_total else None
+        )
+        return Response(data)

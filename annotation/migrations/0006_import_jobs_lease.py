@@ -3,14 +3,13 @@
 from django.conf import settings
 from django.db import migrations, models
 from django.db.models import F
-from django.db.models.functions import Coalesce, Now
+from django.db.models.functions import Coalesce
 
 
 def lease_fields_for_existing_imports(apps, schema_editor):
-    """Running imports get a last heartbeat (their start) so recovery can judge them; finished ones an end time."""
+    """Running imports get a last heartbeat (their start), so recovery can judge them."""
     ItemImport = apps.get_model("annotation", "ItemImport")
     ItemImport.objects.filter(status="running").update(heartbeat_at=Coalesce(F("started_at"), F("created_at")))
-    ItemImport.objects.filter(status__in=("done", "failed"), finished_at=None).update(finished_at=Now())
 
 
 class Migration(migrations.Migration):
@@ -54,10 +53,6 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='itemimport',
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'running'), _negated=True), ('heartbeat_at__isnull', False), _connector='OR'), name='annotation_itemimport_running_has_heartbeat'),
-        ),
-        migrations.AddConstraint(
-            model_name='itemimport',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ('done', 'failed')), _negated=True), ('finished_at__isnull', False), _connector='OR'), name='annotation_itemimport_finished_has_time'),
         ),
         migrations.AddConstraint(
             model_name='itemimport',
