@@ -356,9 +356,11 @@ ITEM_CHUNK = 500
 def study_file_settings(study: Study) -> dict[str, Any]:
     """Everything of the study file before its items: name, task type, config and settings."""
     data: dict[str, Any] = {"name": study.name, "task_type": study.task_type, "config": study.config}
-    for key in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS, *NUMBER_KEYS, "item_order", "attention_check_policy"):
+    for key in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS, *NUMBER_KEYS):
         data[key] = getattr(study, key)
-    data["state"] = study.state
+    # Plain strings: a study not reloaded since it was created holds enum members, which YAML cannot write.
+    for key in ("item_order", "attention_check_policy", "state"):
+        data[key] = str(getattr(study, key))
     return data
 
 
