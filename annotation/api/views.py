@@ -5,9 +5,11 @@ session (then with the CSRF header). Another researcher's study answers 404,
 as if it did not exist; annotator accounts are refused with 403.
 """
 
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -23,6 +25,7 @@ from rest_framework.views import APIView
 from .. import selectors
 from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
+from ..importers.background import inline_max_bytes
 from ..models import ItemImport, Judgment, Rater, Study
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import config_problems
@@ -43,6 +46,13 @@ def _check_config(task_type: str, config: Any) -> None:
     unknown = config_problems(get_task_type(task_type), config)
     if unknown:
         raise ValidationError({"errors": [f"config: {m}" for m in unknown]})
+
+
+def _body_size(request: Request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 class ResearcherApi(APIView):
@@ -157,8 +167,9 @@ class ItemImportApi(ResearcherApi):
         summary="Import items: a file upload, or a JSON list of items",
         description=(
             "Send a CSV/XLSX/JSONL file as multipart form data, or a JSON body with an `items` list. "
-            "Nothing is written unless every item is valid. Files over 1 MB are imported in the "
-            "background: the answer is 202 and `status_url` tells when it is done."
+            "Nothing is written unless every item is valid. Files and bodies over "
+            "FUNNYBONE_IMPORT_INLINE_MAX_BYTES (1 MB by default) are imported in the background: "
+            "the answer is 202 and `status_url` tells when it is done."
         ),
         request={"multipart/form-data": s.ItemsFileInput, "application/json": s.ItemsJsonInput},
         responses={
@@ -173,6 +184,11 @@ class ItemImportApi(ResearcherApi):
             return self._file(request, study)
         data = s.ItemsJsonInput(data=request.data)
         data.is_valid(raise_exception=True)
+        if _body_size(request) > inline_max_bytes():
+            # A big list is imported like a big file: written as JSON Lines and handed to a worker.
+            lines = "".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in data.validated_data["items"])
+            upload = SimpleUploadedFile("items.jsonl", lines.encode(), content_type="application/x-ndjson")
+            return self._start(request, study, upload=upload, replace=data.validated_data["replace"])
         # The importers do not pass the user on to items_create; the audit entry still names them.
         with acting_as(request.user):
             result = import_item_objects(
@@ -190,14 +206,12 @@ class ItemImportApi(ResearcherApi):
     def _file(self, request: Request, study: Study) -> Response:
         data = s.ItemsFileInput(data=request.data)
         data.is_valid(raise_exception=True)
+        return self._start(request, study, upload=data.validated_data["file"], replace=data.validated_data["replace"])
+
+    def _start(self, request: Request, study: Study, *, upload: UploadedFile, replace: bool) -> Response:
         try:
             with transaction.atomic(), acting_as(request.user):
-                item_import = item_import_start(
-                    study=study,
-                    upload=data.validated_data["file"],
-                    user=request.user,
-                    replace=data.validated_data["replace"],
-                )
+                item_import = item_import_start(study=study, upload=upload, user=request.user, replace=replace)
         except FileProblem as exc:
             raise ValidationError(
                 {"status": ItemImport.Status.FAILED, "items_created": 0, "errors": exc.messages}

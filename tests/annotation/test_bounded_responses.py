@@ -161,3 +161,27 @@ class TestStudyFileDownload:
     def test_an_unknown_format_is_refused(self, client, researcher, rich_study):
         client.force_login(researcher)
         assert client.get(self.url(rich_study, "xml")).status_code == 400
+
+
+class TestItemJsonImportApi:
+    def test_a_json_list_over_the_threshold_goes_to_the_worker_as_json_lines(
+        self, api, researcher, settings, monkeypatch, django_capture_on_commit_callbacks, tmp_path
+    ):
+        from annotation.models import ItemImport
+        from annotation.tasks import import_items_task
+
+        settings.MEDIA_ROOT = tmp_path / "media"
+        settings.FUNNYBONE_IMPORT_INLINE_MAX_BYTES = 50
+        queued = []
+        monkeypatch.setattr(import_items_task, "delay", queued.append)
+        study = study_create(owner=researcher, name="JSON items", task_type="ordinal")
+        items = [{"id": f"j{n}", "text": f"Joke «{n}»", "gold": {"rating": 1}} for n in range(5)]
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post(reverse("api:item_import", args=[study.pk]), {"items": items}, format="json")
+        body = response.json()
+        assert response.status_code == 202 and body["status"] == "queued" and body["status_url"]
+        assert not study.items.exists()
+        job = ItemImport.objects.get(pk=body["import_id"])
+        assert queued == [job.pk] and job.format == "jsonl"
+        assert import_items_task(job.pk) == "done"
+        assert sorted(study.items.values_list("text", flat=True)) == [f"Joke «{n}»" for n in range(5)]
