@@ -421,12 +421,16 @@ def study_file_data(study: Study) -> dict[str, Any]:
     return {**study_file_settings(study), "items": items, **study_file_sections(study)}
 
 
+# libyaml's emitter when PyYAML was built with it: the same safe subset, about three times faster.
+YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _yaml(data: Any) -> str:
-    return yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=1000)
+    return yaml.dump(data, Dumper=YAML_DUMPER, allow_unicode=True, sort_keys=False, width=1000)
 
 
 def study_file_yaml_chunks(study: Study) -> Iterator[str]:
-    """The study file as YAML, piece by piece: the same text ``yaml.safe_dump(study_file_data(...))`` writes.
+    """The study file as YAML, piece by piece: the same text as dumping ``study_file_data(...)`` in one go.
 
     A block sequence under a key may start at the key's own indentation, so
     each batch of items dumped as a list continues the ``items:`` list.

@@ -13,7 +13,13 @@ from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import judgment_submit
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
-from annotation.study_files import ITEM_CHUNK, study_file_data, study_file_json_chunks, study_file_yaml_chunks
+from annotation.study_files import (
+    ITEM_CHUNK,
+    YAML_DUMPER,
+    study_file_data,
+    study_file_json_chunks,
+    study_file_yaml_chunks,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +144,9 @@ class TestStudyFileDownload:
         response = client.get(self.url(rich_study))
         assert response.streaming
         body = b"".join(response.streaming_content).decode()
-        whole = yaml.safe_dump(study_file_data(rich_study), allow_unicode=True, sort_keys=False, width=1000)
+        whole = yaml.dump(
+            study_file_data(rich_study), Dumper=YAML_DUMPER, allow_unicode=True, sort_keys=False, width=1000
+        )
         assert body == whole
         assert len(yaml.safe_load(body)["items"]) == ITEM_CHUNK + 3
 
