@@ -333,29 +333,33 @@ class PromptLeaderboard:
     responses: list[RankedResponse]
 
 
-def vote_leaderboard(*, study: _Study) -> list[PromptLeaderboard]:
+def vote_leaderboard(*, study: _Study, offset: int = 0, limit: int | None = None) -> list[PromptLeaderboard]:
     """Each prompt's responses ranked by the votes people gave them (ties share a rank).
 
     Counts only human raters who were not excluded (e.g. for failed attention
     checks); LLM judges' votes belong in the analysis, not on this board.
+    ``offset`` and ``limit`` choose a page of prompts in listed order; only
+    that page's items and votes are read.
     """
+    items = _Item.objects.filter(study=study, is_attention_check=False).order_by("position", "id")
+    offset = max(offset, 0)
+    items = list((items[offset:] if limit is None else items[offset : offset + limit]).prefetch_related("candidates"))
     excluded = _Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
     rows = (
         _Judgment.objects.filter(
             study=study,
+            item__in=[item.pk for item in items],
             status=_Judgment.Status.OK,
-            item__is_attention_check=False,
             rater__kind__in=[_Rater.Kind.EXPERT, _Rater.Kind.CROWD],
         )
         .exclude(rater_id__in=excluded)
         .values_list("item_id", "value")
     )
     totals: dict[int, _Counter] = _defaultdict(_Counter)
-    for item_id, value in rows:
+    for item_id, value in rows.iterator(chunk_size=2000):
         for key, count in (value or {}).get("votes", {}).items():
             totals[item_id][key] += int(count)
     boards = []
-    items = _Item.objects.filter(study=study, is_attention_check=False).prefetch_related("candidates")
     for item in items:
         votes = totals.get(item.pk, _Counter())
         ordered = sorted(item.candidates.all(), key=lambda c: (-votes[c.key], c.position, c.pk))
@@ -366,3 +370,8 @@ def vote_leaderboard(*, study: _Study) -> list[PromptLeaderboard]:
             ranked.append(RankedResponse(rank, candidate.text, candidate.context, votes[candidate.key]))
         boards.append(PromptLeaderboard(item.prompt, item.text, sum(votes.values()), ranked))
     return boards
+
+
+def leaderboard_prompts(*, study: _Study) -> int:
+    """How many prompts the leaderboard has, for its page links."""
+    return _Item.objects.filter(study=study, is_attention_check=False).count()

@@ -193,3 +193,24 @@ class TestItemJsonImportApi:
         assert queued == [job.pk] and job.format == "jsonl"
         assert import_items_task(job.pk) == "done"
         assert sorted(study.items.values_list("text", flat=True)) == [f"Joke «{n}»" for n in range(5)]
+
+
+class TestLeaderboardPages:
+    def test_a_closed_vote_study_shows_its_prompts_a_page_at_a_time(self, client, make_study):
+        from annotation.services.studies import study_set_state
+        from annotation.views.annotator import LEADERBOARD_PROMPTS_SHOWN
+
+        study = make_study(task_type="vote_allocation", n_items=LEADERBOARD_PROMPTS_SHOWN + 2, n_candidates=2)
+        enrollment = enroll_crowdworker(study=study, participant_id="v1")
+        last = study.items.order_by("-position").first()
+        assignment = next_assignment(enrollment=enrollment).assignment
+        judgment_submit(assignment=assignment, rater=enrollment.rater, value={"votes": {"c1": 1}})
+        study_set_state(study=study, state="closed")
+        url = f"/s/{study.entry_token}/leaderboard/"
+        first = client.get(url).content.decode()
+        assert first.count("votes in all") + first.count("vote in all") == LEADERBOARD_PROMPTS_SHOWN
+        assert "Page 1 of 2" in first and "?page=2" in first
+        second = client.get(url + "?page=2").content.decode()
+        assert second.count(" in all</p>") == 2 and f"Prompt {last.position}" in second
+        assert "Page 2 of 2" in client.get(url + "?page=99").content.decode()
+        assert "Page 1 of 2" in client.get(url + "?page=" + "9" * 5000).content.decode()
