@@ -133,14 +133,18 @@ class ItemImportOutput(serializers.ModelSerializer):
         model = ItemImport
         fields = (
             "id",
+            "kind",
             "original_name",
             "format",
             "replace",
             "status",
             "items_created",
+            "judgments_created",
             "errors",
+            "attempts",
             "created_at",
             "started_at",
+            "heartbeat_at",
             "finished_at",
         )
         read_only_fields = fields
