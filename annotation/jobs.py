@@ -191,7 +191,7 @@ def soft_limit_of(task: Any) -> float:
 
 
 def time_limit_message(seconds: float, *, what: str) -> str:
-    span = f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} seconds"
+    span = f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} second{'' if seconds == 1 else 's'}"
     return f"{what} took longer than the {span} time limit and was stopped; nothing was written."
 
 

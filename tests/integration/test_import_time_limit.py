@@ -1,15 +1,17 @@
 """A real prefork worker enforces the import time limit: the import ends failed with the reason, nothing written.
 
 The solo pool of the other integration tests cannot interrupt a task, so
-this module starts its own worker with the prefork pool and a one-second
-soft limit for imports (set through the environment, as an operator would).
+this module starts its own worker with the prefork pool. Celery writes a
+task's limits into the message when it is sent, so the import is sent with a
+one-second soft limit, as a web server configured with
+FUNNYBONE_IMPORT_SOFT_TIME_LIMIT=1 would send it (the worker has the same setting).
 """
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 
-from annotation.importers import item_import_start
+from annotation.importers.background import item_import_create
 from annotation.models import Judgment
 from annotation.protocols import study_from_template
 
@@ -34,23 +36,15 @@ def slow_panel_csv(n_items: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def test_an_import_past_its_soft_limit_ends_failed_with_the_reason(limited_worker, researcher, settings, monkeypatch):
+def test_an_import_past_its_soft_limit_ends_failed_with_the_reason(limited_worker, researcher, settings):
     from annotation.tasks import import_items_task
 
     settings.MEDIA_ROOT = limited_worker.data_dir / "media"
-    # The sender writes the task's limits into the message (Celery's own rule), so the web process's
-    # setting counts as well as the worker's: here both say one second.
-    monkeypatch.setattr(import_items_task, "soft_time_limit", 1)
-    monkeypatch.setattr(import_items_task, "time_limit", 60)
     study = study_from_template(owner=researcher, template="jest", name="Too big to finish")
+    upload = SimpleUploadedFile("panel.csv", slow_panel_csv(10_000))
     with transaction.atomic():
-        job = item_import_start(
-            study=study,
-            upload=SimpleUploadedFile("panel.csv", slow_panel_csv(10_000)),
-            user=researcher,
-            kind="protocol",
-        )
-    assert job.status == "queued"
+        job = item_import_create(study=study, upload=upload, user=researcher, kind="protocol")
+        transaction.on_commit(lambda: import_items_task.apply_async((job.pk,), soft_time_limit=1, time_limit=60))
 
     def ended() -> bool:
         job.refresh_from_db()
@@ -59,7 +53,7 @@ def test_an_import_past_its_soft_limit_ends_failed_with_the_reason(limited_worke
     assert wait_until(ended, timeout=120), limited_worker.log_text()
     assert job.status == "failed", limited_worker.log_text()
     assert job.errors == [
-        "The import took longer than the 1 seconds time limit and was stopped; nothing was written. "
+        "The import took longer than the 1 second time limit and was stopped; nothing was written. "
         "Split the file into smaller ones and import them one by one."
     ]
     assert not study.items.exists()
