@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -109,7 +110,7 @@ def jest_csv(rows: int) -> bytes:
 def bomb_protocol_csv(setup: Setup) -> tuple[str, float]:
     session = setup.session
     url = f"{setup.base_url}/studies/{setup.jest_study}/protocol-import/"
-    session.get(url)
+    session.get(url, timeout=600)
     data = jest_csv(setup.protocol_rows)
     started = time.perf_counter()
     response = session.post(
@@ -117,8 +118,11 @@ def bomb_protocol_csv(setup: Setup) -> tuple[str, float]:
         data={"csrfmiddlewaretoken": session.cookies["csrftoken"]},
         files={"file": ("panel.csv", data, "text/csv")},
         allow_redirects=False,
+        timeout=600,
     )
     answered = time.perf_counter() - started
+    if response.status_code != 302:  # refused or imported in the request: there is no job to wait for
+        return f"{response.status_code} in {answered:.1f}s ({len(data) / 2**20:.0f} MB)", answered
     outcome = import_finished(setup.jest_study)
     return f"{response.status_code} in {answered:.1f}s ({len(data) / 2**20:.0f} MB), then {outcome}", answered
 
@@ -159,7 +163,8 @@ def bomb_progress_api(setup: Setup) -> tuple[str, float]:
 def bomb_study_file(setup: Setup) -> tuple[str, float]:
     started = time.perf_counter()
     size = 0
-    with setup.session.get(f"{setup.base_url}/studies/{setup.big_study}/study-file/", stream=True) as response:
+    url = f"{setup.base_url}/studies/{setup.big_study}/study-file/"
+    with setup.session.get(url, stream=True, timeout=600) as response:
         for chunk in response.iter_content(1 << 16):
             size += len(chunk)
     seconds = time.perf_counter() - started
@@ -250,6 +255,8 @@ def main() -> None:
     parser.add_argument("--protocol-rows", type=int, default=300_000, help="rows of the protocol CSV bomb")
     parser.add_argument("--bombs", default=",".join(BOMBS))
     args = parser.parse_args()
+    # Stopped with SIGTERM (or by `timeout`), still stop the servers and drop the scratch database.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
     server_url = os.environ.get("DATABASE_URL", "")
     broker = os.environ.get("REDIS_URL", "")
@@ -278,10 +285,11 @@ def main() -> None:
             import requests
 
             session = requests.Session()
-            session.get(f"{server.url}/accounts/login/")
+            session.get(f"{server.url}/accounts/login/", timeout=60)
             session.post(
                 f"{server.url}/accounts/login/",
                 data={"username": "bomber", "password": PASSWORD, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+                timeout=600,
             )
             setup = Setup(server.url, token, big, jest, args.protocol_rows, session)
             print(f"big study: {args.items} items; protocol CSV: {args.protocol_rows} rows")
