@@ -94,11 +94,11 @@ class JudgmentAdmin(admin.ModelAdmin):
 
 @admin.register(ItemImport)
 class ItemImportAdmin(admin.ModelAdmin):
-    list_display = ("original_name", "study", "format", "status", "items_created", "created_by", "created_at")
-    list_filter = ("status", "format")
+    list_display = ("original_name", "study", "kind", "format", "status", "items_created", "created_by", "created_at")
+    list_filter = ("status", "kind", "format")
     search_fields = ("original_name", "study__name")
     raw_id_fields = ("study", "created_by")
-    readonly_fields = ("created_at", "started_at", "finished_at")
+    readonly_fields = ("created_at", "started_at", "heartbeat_at", "finished_at", "claimed_by", "attempts")
 
 
 @admin.register(AuditEntry)

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .jobs import JobStatus, LeasedJob
+
 
 def _token() -> str:
     return secrets.token_urlsafe(16)
@@ -271,45 +273,53 @@ class Judgment(models.Model):
         return f"{self.rater} on {self.item}: {self.value}"
 
 
-class ItemImport(models.Model):
-    """An uploaded item file and what became of it; big files are imported by a worker."""
+class ItemImport(LeasedJob):
+    """An uploaded data file and what became of it; big files are imported by a worker under a lease.
+
+    ``kind`` says what the file holds: items (CSV/XLSX/JSONL in the item-file
+    shape) or a protocol template's data (its items and any answers already
+    given). One record and one status page serve both.
+    """
+
+    class Kind(models.TextChoices):
+        ITEMS = "items", "Item file"
+        PROTOCOL = "protocol", "Protocol data"
 
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
         XLSX = "xlsx", "Excel (XLSX)"
         JSONL = "jsonl", "JSON Lines"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+    Status = JobStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imports")
+    kind = models.CharField(max_length=10, choices=Kind, default=Kind.ITEMS)
     file = models.FileField(upload_to="imports/%Y/%m/")
     original_name = models.CharField(max_length=255)
     format = models.CharField(max_length=10, choices=Format)
     replace = models.BooleanField(default=False, help_text="Replace the study's items instead of adding to them.")
-    status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
     errors = models.JSONField(default=list, blank=True, help_text="Row-level messages when the import failed.")
     items_created = models.PositiveIntegerField(default=0)
+    judgments_created = models.PositiveIntegerField(default=0, help_text="Answers a protocol file already held.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_imports"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
+    class Meta(LeasedJob.Meta):
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["study", "-created_at"])]
+        indexes = [
+            models.Index(fields=["study", "-created_at"]),
+            # Recovery looks for running imports whose heartbeat stopped.
+            models.Index(fields=["status", "heartbeat_at"], name="itemimport_status_beat_idx"),
+        ]
+        constraints = [
+            *LeasedJob.Meta.constraints,
+            models.CheckConstraint(condition=Q(kind="items") | Q(replace=False), name="itemimport_protocol_adds"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.original_name} → {self.study} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
 
 
 class AuditEntry(models.Model):

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce, Least
 
 from .access import owned_by
 from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
@@ -16,13 +17,24 @@ from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 
 
+def _count_per_study(rows: QuerySet) -> Coalesce:
+    """How many of ``rows`` belong to the outer study, as a scalar subquery."""
+    counted = rows.filter(study=OuterRef("pk")).order_by().values("study").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted), 0)
+
+
 def studies_owned(*, user: AbstractBaseUser) -> QuerySet[Study]:
-    """The user's own studies with item and judgment counts."""
+    """The user's own studies with item and judgment counts.
+
+    Each count is its own subquery: joining items and judgments in one query
+    and counting distinct rows multiplies them (a 200,000-item study with
+    20,000 judgments kept the study list busy for minutes).
+    """
     return (
         owned_by(Study, user=user)
         .annotate(
-            n_items=Count("items", filter=Q(items__is_attention_check=False), distinct=True),
-            n_judgments=Count("judgments", distinct=True),
+            n_items=_count_per_study(Item.objects.filter(is_attention_check=False)),
+            n_judgments=_count_per_study(Judgment.objects.all()),
         )
         .order_by("-created_at", "-id")
     )
@@ -79,6 +91,8 @@ class RaterProgress:
 
 @dataclass(frozen=True)
 class StudyProgress:
+    """Totals over the whole study (computed in the database) and one page of item and rater rows."""
+
     quota: int
     items_total: int
     items_complete: int
@@ -86,8 +100,11 @@ class StudyProgress:
     judgments_done: int  # human judgments of regular items, each item counted up to its quota
     judgments_needed: int
     judge_judgments: int  # LLM and baseline judges, outside the quota
-    items: list[ItemProgress]  # least complete first; possibly cut to the requested length
-    raters: list[RaterProgress]
+    raters_total: int
+    raters_completed: int
+    raters_excluded: int
+    items: list[ItemProgress]  # least complete first; the requested page
+    raters: list[RaterProgress]  # in the order they enrolled; the requested page
 
     @property
     def percent(self) -> float:
@@ -95,18 +112,10 @@ class StudyProgress:
             return 0.0
         return round(100 * self.judgments_done / self.judgments_needed, 1)
 
-    @property
-    def raters_completed(self) -> int:
-        return sum(1 for r in self.raters if r.completed)
 
-    @property
-    def raters_excluded(self) -> int:
-        return sum(1 for r in self.raters if r.excluded)
-
-
-def _rater_progress(study: Study) -> list[RaterProgress]:
+def _enrollments_with_counts(study: Study) -> QuerySet[Enrollment]:
     in_study = Q(rater__judgments__study=study)
-    enrollments = (
+    return (
         Enrollment.objects.filter(study=study)
         .select_related("rater")
         .annotate(
@@ -117,51 +126,75 @@ def _rater_progress(study: Study) -> list[RaterProgress]:
         )
         .order_by("created_at", "id")
     )
-    return [
-        RaterProgress(
-            rater_id=e.rater_id,
-            name=str(e.rater),
-            kind=e.rater.kind,
-            judgments=e.n_judged,
-            attention_passed=e.n_passed,
-            attention_failed=e.n_failed,
-            too_fast=e.n_too_fast,
-            excluded=e.excluded,
-            excluded_reason=e.excluded_reason,
-            ended_early=e.ended_early,
-            started_at=e.created_at,
-            completed_at=e.completed_at,
-        )
-        for e in enrollments
-    ]
 
 
-def study_progress(*, study: Study, item_limit: int | None = None) -> StudyProgress:
-    """Judgments per item against the quota, per rater, and overall completion."""
+def _rater_row(e: Enrollment) -> RaterProgress:
+    return RaterProgress(
+        rater_id=e.rater_id,
+        name=str(e.rater),
+        kind=e.rater.kind,
+        judgments=e.n_judged,
+        attention_passed=e.n_passed,
+        attention_failed=e.n_failed,
+        too_fast=e.n_too_fast,
+        excluded=e.excluded,
+        excluded_reason=e.excluded_reason,
+        ended_early=e.ended_early,
+        started_at=e.created_at,
+        completed_at=e.completed_at,
+    )
+
+
+def _items_with_counts(study: Study) -> QuerySet[Item]:
+    return Item.objects.filter(study=study, is_attention_check=False).annotate(
+        done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS))
+    )
+
+
+def _page(rows: QuerySet, offset: int, limit: int | None) -> QuerySet:
+    offset = max(offset, 0)
+    return rows[offset:] if limit is None else rows[offset : offset + max(limit, 0)]
+
+
+def study_progress(
+    *,
+    study: Study,
+    item_limit: int | None = None,
+    item_offset: int = 0,
+    rater_limit: int | None = None,
+    rater_offset: int = 0,
+) -> StudyProgress:
+    """Judgments per item against the quota, per rater, and overall completion.
+
+    The totals are aggregates the database computes over every item and
+    rater; only the requested page of rows is read into memory, so a study
+    of a million items costs the same few queries as a small one.
+    """
     quota = study.quota_per_item
-    rows = (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS)))
-        .values_list("pk", "external_id", "position", "done")
+    per_item = _items_with_counts(study)
+    totals = per_item.aggregate(
+        items_total=Count("pk"),
+        items_complete=Count("pk", filter=Q(done__gte=quota)),
+        items_started=Count("pk", filter=Q(done__gt=0)),
+        judgments_done=Coalesce(Sum(Least("done", Value(quota))), 0),
     )
-    items = sorted(
-        (
-            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
-            for pk, external_id, _p, done in rows
-        ),
-        key=lambda i: (i.done, i.external_id),
+    raters = Enrollment.objects.filter(study=study).aggregate(
+        raters_total=Count("pk"),
+        raters_completed=Count("pk", filter=Q(completed_at__isnull=False)),
+        raters_excluded=Count("pk", filter=Q(excluded=True)),
     )
-    judge_judgments = study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count()
+    item_rows = _page(per_item.order_by("done", "external_id", "pk"), item_offset, item_limit)
     return StudyProgress(
         quota=quota,
-        items_total=len(items),
-        items_complete=sum(1 for i in items if i.complete),
-        items_started=sum(1 for i in items if i.done),
-        judgments_done=sum(min(i.done, quota) for i in items),
-        judgments_needed=len(items) * quota,
-        judge_judgments=judge_judgments,
-        items=items if item_limit is None else items[:item_limit],
-        raters=_rater_progress(study),
+        judgments_needed=totals["items_total"] * quota,
+        judge_judgments=study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count(),
+        items=[
+            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
+            for pk, external_id, done in item_rows.values_list("pk", "external_id", "done")
+        ],
+        raters=[_rater_row(e) for e in _page(_enrollments_with_counts(study), rater_offset, rater_limit)],
+        **totals,
+        **raters,
     )
 
 
@@ -303,29 +336,33 @@ class PromptLeaderboard:
     responses: list[RankedResponse]
 
 
-def vote_leaderboard(*, study: _Study) -> list[PromptLeaderboard]:
+def vote_leaderboard(*, study: _Study, offset: int = 0, limit: int | None = None) -> list[PromptLeaderboard]:
     """Each prompt's responses ranked by the votes people gave them (ties share a rank).
 
     Counts only human raters who were not excluded (e.g. for failed attention
     checks); LLM judges' votes belong in the analysis, not on this board.
+    ``offset`` and ``limit`` choose a page of prompts in listed order; only
+    that page's items and votes are read.
     """
+    items = _Item.objects.filter(study=study, is_attention_check=False).order_by("position", "id")
+    offset = max(offset, 0)
+    items = list((items[offset:] if limit is None else items[offset : offset + limit]).prefetch_related("candidates"))
     excluded = _Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
     rows = (
         _Judgment.objects.filter(
             study=study,
+            item__in=[item.pk for item in items],
             status=_Judgment.Status.OK,
-            item__is_attention_check=False,
             rater__kind__in=[_Rater.Kind.EXPERT, _Rater.Kind.CROWD],
         )
         .exclude(rater_id__in=excluded)
         .values_list("item_id", "value")
     )
     totals: dict[int, _Counter] = _defaultdict(_Counter)
-    for item_id, value in rows:
+    for item_id, value in rows.iterator(chunk_size=2000):
         for key, count in (value or {}).get("votes", {}).items():
             totals[item_id][key] += int(count)
     boards = []
-    items = _Item.objects.filter(study=study, is_attention_check=False).prefetch_related("candidates")
     for item in items:
         votes = totals.get(item.pk, _Counter())
         ordered = sorted(item.candidates.all(), key=lambda c: (-votes[c.key], c.position, c.pk))
@@ -336,3 +373,8 @@ def vote_leaderboard(*, study: _Study) -> list[PromptLeaderboard]:
             ranked.append(RankedResponse(rank, candidate.text, candidate.context, votes[candidate.key]))
         boards.append(PromptLeaderboard(item.prompt, item.text, sum(votes.values()), ranked))
     return boards
+
+
+def leaderboard_prompts(*, study: _Study) -> int:
+    """How many prompts the leaderboard has, for its page links."""
+    return _Item.objects.filter(study=study, is_attention_check=False).count()

@@ -164,6 +164,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 *
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 FUNNYBONE_EXPORT_INLINE_MAX = env_int("FUNNYBONE_EXPORT_INLINE_MAX", 20_000)
 FUNNYBONE_IMPORT_MAX_BYTES = env_int("FUNNYBONE_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
+# Item and protocol files up to this size are imported while the researcher waits; bigger ones by a worker.
+FUNNYBONE_IMPORT_INLINE_MAX_BYTES = env_int("FUNNYBONE_IMPORT_INLINE_MAX_BYTES", 1024 * 1024)
+# Background jobs (imports) hold a lease renewed by a heartbeat; a running job silent for longer
+# than the lease belongs to a dead worker and is re-queued (up to the attempts) or marked failed.
+FUNNYBONE_JOB_LEASE_SECONDS = env_int("FUNNYBONE_JOB_LEASE_SECONDS", 120)
+FUNNYBONE_JOB_HEARTBEAT_SECONDS = env_int("FUNNYBONE_JOB_HEARTBEAT_SECONDS", 10)
+FUNNYBONE_IMPORT_MAX_ATTEMPTS = env_int("FUNNYBONE_IMPORT_MAX_ATTEMPTS", 2)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -172,7 +179,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "annotation.api.pagination.BoundedLimitOffsetPagination",
     # JSON bodies within FUNNYBONE_JSON_* (depth, size, digits): a 400 naming the place, not a 500.
     "DEFAULT_PARSER_CLASSES": [
         "annotation.api.json_input.BoundedJSONParser",
@@ -243,6 +250,25 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Every task ends: at the soft limit it gets SoftTimeLimitExceeded (and records why it
+# failed), at the hard limit the pool kills its process. Tasks that need other bounds
+# set their own below; the prefork pool enforces them (the solo pool cannot).
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 60 * 60)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", CELERY_TASK_SOFT_TIME_LIMIT + 5 * 60)
+# Item and protocol imports: a file that takes longer than this is refused, not ground through.
+FUNNYBONE_IMPORT_SOFT_TIME_LIMIT = env_int("FUNNYBONE_IMPORT_SOFT_TIME_LIMIT", 15 * 60)
+FUNNYBONE_IMPORT_TIME_LIMIT = env_int("FUNNYBONE_IMPORT_TIME_LIMIT", FUNNYBONE_IMPORT_SOFT_TIME_LIMIT + 60)
+# Judge runs, generations and tournaments work unit by unit under leases and can be resumed;
+# they may run for hours, so they get their own, longer bound.
+FUNNYBONE_RUN_SOFT_TIME_LIMIT = env_int("FUNNYBONE_RUN_SOFT_TIME_LIMIT", 24 * 60 * 60)
+FUNNYBONE_RUN_TIME_LIMIT = env_int("FUNNYBONE_RUN_TIME_LIMIT", FUNNYBONE_RUN_SOFT_TIME_LIMIT + 10 * 60)
+for _soft, _hard in (
+    ("CELERY_TASK_SOFT_TIME_LIMIT", "CELERY_TASK_TIME_LIMIT"),
+    ("FUNNYBONE_IMPORT_SOFT_TIME_LIMIT", "FUNNYBONE_IMPORT_TIME_LIMIT"),
+    ("FUNNYBONE_RUN_SOFT_TIME_LIMIT", "FUNNYBONE_RUN_TIME_LIMIT"),
+):
+    if globals()[_hard] <= globals()[_soft]:
+        raise RuntimeError(f"{_hard} must be larger than {_soft}, so the task can record why it stopped")
 
 # Assignment leases: how long an annotator holds an item before it is handed out again.
 FUNNYBONE_LEASE_SECONDS = env_int("FUNNYBONE_LEASE_SECONDS", 30 * 60)

@@ -24,6 +24,9 @@ TASK_OPTIONS = {
     "retry_backoff": True,
     "retry_jitter": True,
     "max_retries": 5,
+    # A run may take hours; it has its own bound (the global one is for shorter work). Resume continues it.
+    "soft_time_limit": settings.FUNNYBONE_RUN_SOFT_TIME_LIMIT,
+    "time_limit": settings.FUNNYBONE_RUN_TIME_LIMIT,
 }
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
+from annotation.jobs import soft_limit_of, time_limit_message
 from annotation.models import Study
 
 from .alignment import AlignmentParams, AlignmentUnavailable, compute_alignment, count_judgments
@@ -137,6 +139,10 @@ def alignment_report_task(self, report_id: int) -> None:
             report_fail(report_id=report_id, error=f"database unavailable: {exc}")
             raise
         raise self.retry(exc=exc, countdown=30 * 2**self.request.retries) from exc
+    except SoftTimeLimitExceeded:
+        # Bounded by the global CELERY_TASK_SOFT_TIME_LIMIT; the previous result stays on the page.
+        report_fail(report_id=report_id, error=time_limit_message(soft_limit_of(self), what="The report"))
+        logger.warning("alignment report %s hit its time limit", report_id)
     except Exception as exc:
         report_fail(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
         logger.exception("alignment report %s failed", report_id)

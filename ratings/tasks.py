@@ -4,8 +4,10 @@
 import logging
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError
 
+from annotation.jobs import soft_limit_of, time_limit_message
 from ratings.exports.services import export_claim, export_fail, export_release, export_run
 
 logger = logging.getLogger(__name__)
@@ -29,6 +31,10 @@ def export_study_task(self, export_id: int) -> None:
             raise
         export_release(export=export)
         raise self.retry(exc=exc, countdown=30 * 2**self.request.retries) from exc
+    except SoftTimeLimitExceeded:
+        # The global CELERY_TASK_SOFT_TIME_LIMIT bounds exports; the partial file was removed.
+        export_fail(export_id=export_id, error=time_limit_message(soft_limit_of(self), what="The export"))
+        logger.warning("export %s hit its time limit", export_id)
     except Exception as exc:
         export_fail(export_id=export_id, error=f"{type(exc).__name__}: {exc}")
         logger.exception("export %s failed", export_id)

@@ -134,14 +134,18 @@ class ItemImportOutput(serializers.ModelSerializer):
         model = ItemImport
         fields = (
             "id",
+            "kind",
             "original_name",
             "format",
             "replace",
             "status",
             "items_created",
+            "judgments_created",
             "errors",
+            "attempts",
             "created_at",
             "started_at",
+            "heartbeat_at",
             "finished_at",
         )
         read_only_fields = fields
@@ -204,6 +208,18 @@ class RaterProgressOutput(serializers.Serializer):
     completed_at = serializers.DateTimeField(allow_null=True)
 
 
+# Rows of the progress answer per page: a million-item study is read a page at a time.
+PROGRESS_PAGE = 500
+PROGRESS_PAGE_MAX = 1000
+
+
+class ProgressQueryInput(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=PROGRESS_PAGE_MAX, default=PROGRESS_PAGE)
+    offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
+    raters_limit = serializers.IntegerField(min_value=1, max_value=PROGRESS_PAGE_MAX, default=PROGRESS_PAGE)
+    raters_offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
+
+
 class ProgressOutput(serializers.Serializer):
     percent = serializers.FloatField()
     quota = serializers.IntegerField()
@@ -213,10 +229,13 @@ class ProgressOutput(serializers.Serializer):
     judgments_done = serializers.IntegerField()
     judgments_needed = serializers.IntegerField()
     judge_judgments = serializers.IntegerField()
+    raters_total = serializers.IntegerField()
     raters_completed = serializers.IntegerField()
     raters_excluded = serializers.IntegerField()
-    raters = RaterProgressOutput(many=True)
-    items = ItemProgressOutput(many=True)
+    raters = RaterProgressOutput(many=True, help_text="One page of raters (raters_limit, raters_offset).")
+    raters_next = serializers.CharField(allow_null=True, help_text="The next page of raters, if any.")
+    items = ItemProgressOutput(many=True, help_text="One page of items, least judged first (limit, offset).")
+    items_next = serializers.CharField(allow_null=True, help_text="The next page of items, if any.")
 
 
 class ErrorsOutput(serializers.Serializer):

@@ -5,9 +5,11 @@ session (then with the CSRF header). Another researcher's study answers 404,
 as if it did not exist; annotator accounts are refused with 403.
 """
 
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.db import transaction
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -17,12 +19,14 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from .. import selectors
 from ..access import OwnedObjectsMixin
 from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
+from ..importers.background import inline_max_bytes
 from ..models import ItemImport, Judgment, Rater, Study
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import config_problems
@@ -44,6 +48,13 @@ def _check_config(task_type: str, config: Any) -> None:
     unknown = config_problems(get_task_type(task_type), config)
     if unknown:
         raise ValidationError({"errors": [f"config: {m}" for m in unknown]})
+
+
+def _body_size(request: Request) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
 
 
 class ResearcherApi(OwnedObjectsMixin, APIView):
@@ -158,8 +169,9 @@ class ItemImportApi(ResearcherApi):
         summary="Import items: a file upload, or a JSON list of items",
         description=(
             "Send a CSV/XLSX/JSONL file as multipart form data, or a JSON body with an `items` list. "
-            "Nothing is written unless every item is valid. Files over 1 MB are imported in the "
-            "background: the answer is 202 and `status_url` tells when it is done."
+            "Nothing is written unless every item is valid. Files and bodies over "
+            "FUNNYBONE_IMPORT_INLINE_MAX_BYTES (1 MB by default) are imported in the background: "
+            "the answer is 202 and `status_url` tells when it is done."
         ),
         request={"multipart/form-data": s.ItemsFileInput, "application/json": s.ItemsJsonInput},
         responses={
@@ -174,6 +186,11 @@ class ItemImportApi(ResearcherApi):
             return self._file(request, study)
         data = s.ItemsJsonInput(data=request.data)
         data.is_valid(raise_exception=True)
+        if _body_size(request) > inline_max_bytes():
+            # A big list is imported like a big file: written as JSON Lines and handed to a worker.
+            lines = "".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in data.validated_data["items"])
+            upload = SimpleUploadedFile("items.jsonl", lines.encode(), content_type="application/x-ndjson")
+            return self._start(request, study, upload=upload, replace=data.validated_data["replace"])
         # The importers do not pass the user on to items_create; the audit entry still names them.
         with acting_as(request.user):
             result = import_item_objects(
@@ -191,14 +208,12 @@ class ItemImportApi(ResearcherApi):
     def _file(self, request: Request, study: Study) -> Response:
         data = s.ItemsFileInput(data=request.data)
         data.is_valid(raise_exception=True)
+        return self._start(request, study, upload=data.validated_data["file"], replace=data.validated_data["replace"])
+
+    def _start(self, request: Request, study: Study, *, upload: UploadedFile, replace: bool) -> Response:
         try:
             with transaction.atomic(), acting_as(request.user):
-                item_import = item_import_start(
-                    study=study,
-                    upload=data.validated_data["file"],
-                    user=request.user,
-                    replace=data.validated_data["replace"],
-                )
+                item_import = item_import_start(study=study, upload=upload, user=request.user, replace=replace)
         except FileProblem as exc:
             raise ValidationError(
                 {"status": ItemImport.Status.FAILED, "items_created": 0, "errors": exc.messages}
@@ -253,7 +268,33 @@ class JudgmentListApi(ResearcherApi, generics.ListAPIView):
 
 class StudyProgressApi(ResearcherApi):
     @extend_schema(
-        operation_id="studies_progress", summary="Judgments per item and per rater", responses={200: s.ProgressOutput}
+        operation_id="studies_progress",
+        summary="Totals, and a page of judgments per item and per rater",
+        description=(
+            "The totals cover the whole study. `items` (least judged first) and `raters` are pages: "
+            "follow `items_next` and `raters_next` for the rest."
+        ),
+        parameters=[s.ProgressQueryInput],
+        responses={200: s.ProgressOutput},
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(s.ProgressOutput(selectors.study_progress(study=self.study(pk))).data)
+        study = self.study(pk)
+        query = s.ProgressQueryInput(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        page = query.validated_data
+        progress = selectors.study_progress(
+            study=study,
+            item_limit=page["limit"],
+            item_offset=page["offset"],
+            rater_limit=page["raters_limit"],
+            rater_offset=page["raters_offset"],
+        )
+        data = s.ProgressOutput(progress).data
+        url = request.build_absolute_uri()
+        items_end = page["offset"] + page["limit"]
+        raters_end = page["raters_offset"] + page["raters_limit"]
+        data["items_next"] = replace_query_param(url, "offset", items_end) if items_end < progress.items_total else None
+        data["raters_next"] = (
+            replace_query_param(url, "raters_offset", raters_end) if raters_end < progress.raters_total else None
+        )
+        return Response(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -28,9 +29,18 @@ class ProtocolImportResult:
 
 
 def protocol_import(
-    *, study: Study, data: bytes, filename: str, actor: AbstractBaseUser | None = None
+    *,
+    study: Study,
+    data: bytes,
+    filename: str,
+    actor: AbstractBaseUser | None = None,
+    on_written: Callable[[int, int], None] | None = None,
 ) -> ProtocolImportResult:
-    """Read a file shaped like the study's protocol data and store it; every problem is reported, nothing half-written."""
+    """Read a file shaped like the study's protocol data and store it; every problem is reported, nothing half-written.
+
+    ``on_written(items, judgments)`` runs inside the writing transaction (a
+    background import records itself done there); if it raises, nothing is kept.
+    """
     template = template_of(study)
     if template is None or template.importer is None:
         return ProtocolImportResult(errors=["This study does not follow a protocol template with its own file format."])
@@ -40,6 +50,8 @@ def protocol_import(
         with transaction.atomic():
             count = items_create(study=study, items=plan.items, actor=actor) if plan.items else 0
             judged = judgments_import(study=study, judgments=plan.judgments)
+            if on_written is not None and (count or judged):
+                on_written(count, judged)
     except FileProblem as exc:
         return ProtocolImportResult(errors=capped_errors(exc.messages))
     except ImportErrors as exc:

@@ -22,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
 from ..ratelimit import entry_rate_limited
-from ..selectors import annotator_progress, has_judged, shown_item, vote_leaderboard
+from ..selectors import annotator_progress, has_judged, leaderboard_prompts, shown_item, vote_leaderboard
 from ..services.assignment import mark_shown, next_assignment
 from ..services.enrollment import (
     enroll_crowdworker,
@@ -41,6 +41,7 @@ ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # Reasons next_assignment gives that mean the rater is finished for good.
 FINISHED = {"exhausted", "cap_reached", "ended"}
+LEADERBOARD_PROMPTS_SHOWN = 50
 PAIRWISE_LETTERS = {"0": "a", "1": "b", TIE: "t"}
 QUESTIONS = {
     "pairwise": "Which one is funnier?",
@@ -411,7 +412,21 @@ def leaderboard(request: HttpRequest, entry_token: str) -> HttpResponse:
         Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token, task_type="vote_allocation"
     )
     # Totals stay hidden while voting is open so they cannot sway anyone's votes.
-    boards = None if study.is_open else vote_leaderboard(study=study)
-    return render(
-        request, "annotation/leaderboard.html", {"study": study, "boards": boards, "language": _language(study)}
-    )
+    context: dict = {"study": study, "boards": None, "language": _language(study)}
+    if not study.is_open:
+        # A page of prompts at a time: a study may have thousands.
+        total = leaderboard_prompts(study=study)
+        pages = max(1, -(-total // LEADERBOARD_PROMPTS_SHOWN))
+        try:
+            number = min(max(int(request.GET.get("page") or 1), 1), pages)
+        except ValueError:
+            number = 1
+        offset = (number - 1) * LEADERBOARD_PROMPTS_SHOWN
+        context.update(
+            boards=vote_leaderboard(study=study, offset=offset, limit=LEADERBOARD_PROMPTS_SHOWN),
+            page=number,
+            pages=pages,
+            previous_page=number - 1 if number > 1 else None,
+            next_page=number + 1 if number < pages else None,
+        )
+    return render(request, "annotation/leaderboard.html", context)

@@ -3,13 +3,16 @@
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import selectors
 from ..access import owned_study_or_404
-from ..protocols import TEMPLATES, protocol_import, study_from_template, template_of
+from ..importers import FileProblem, item_import_start
+from ..models import ItemImport
+from ..protocols import TEMPLATES, study_from_template, template_of
 from ..protocols.oogiri import VOTING
 from ..protocols.oogiri_tasks import benchmark_tasks_build
 from ..protocols.semeval import EDITING, GRADING, grading_items_from_edits
@@ -78,12 +81,21 @@ def protocol_import_view(request: HttpRequest, pk: int) -> HttpResponse:
     form = ProtocolFileForm(request.POST or None, request.FILES or None)
     errors: list[str] = []
     if request.method == "POST" and form.is_valid() and template is not None and template.importer is not None:
-        upload = form.cleaned_data["file"]
-        result = protocol_import(study=study, data=upload.read(), filename=upload.name, actor=request.user)
-        if result.ok:
-            messages.success(request, f"Imported {result.items} items and {result.judgments} answers.")
-            return redirect("researcher:protocol_import", pk=study.pk)
-        errors = result.errors
+        # The same import job as item files: small files run now, big ones in a worker with a status page.
+        try:
+            with transaction.atomic():
+                job = item_import_start(
+                    study=study, upload=form.cleaned_data["file"], user=request.user, kind=ItemImport.Kind.PROTOCOL
+                )
+        except FileProblem as exc:
+            errors = exc.messages
+        else:
+            if job.status == ItemImport.Status.DONE:
+                messages.success(request, f"Imported {job.items_created} items and {job.judgments_created} answers.")
+                return redirect("researcher:protocol_import", pk=study.pk)
+            if job.status != ItemImport.Status.FAILED:
+                return redirect("researcher:import_status", pk=study.pk, import_pk=job.pk)
+            errors = job.errors
     # Passed as a flag: a template would call the importer function if it looked it up itself.
     context = {
         "study": study,

@@ -5,6 +5,7 @@ someone else's study is a 404, as if it did not exist.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
@@ -13,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -27,12 +28,13 @@ from ..importers import FileProblem, item_import_start
 from ..models import AuditEntry, ItemImport, Study
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
-from ..study_files import study_file_yaml
+from ..study_files import study_file_json_chunks, study_file_yaml_chunks
 from ..task_types import get_task_type
 
 # Prolific replaces these placeholders with the participant's ids when it sends them to us.
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 PROGRESS_ITEMS_SHOWN = 200
+PROGRESS_RATERS_SHOWN = 200
 ITEMS_PER_PAGE = 50
 AUDIT_ENTRIES_SHOWN = 50
 
@@ -180,13 +182,64 @@ def import_status(request: HttpRequest, pk: int, import_pk: int) -> HttpResponse
     return render(request, template, context)
 
 
+@dataclass(frozen=True)
+class RowPage:
+    """Where one page of a long table sits: its number, the rows it shows, and its neighbours."""
+
+    number: int
+    pages: int
+    first: int  # 1-based row numbers shown
+    last: int
+    total: int
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.number < self.pages else None
+
+
+def _page_number(requested: str | None) -> int:
+    """The page number asked for; anything that is not a sensible whole number is the first page."""
+    try:
+        number = int(requested or 1)
+    except ValueError:
+        return 1
+    return min(max(number, 1), 10_000_000)  # past the last page is simply empty, never a database error
+
+
+def _rows_shown(number: int, *, per_page: int, shown: int, total: int) -> RowPage:
+    first = (number - 1) * per_page + 1 if shown else 0
+    return RowPage(number, max(1, -(-total // per_page)), first, first + shown - 1 if shown else 0, total)
+
+
 @researcher_required
 def progress(request: HttpRequest, pk: int) -> HttpResponse:
     study = _study_for_user(request, pk)
+    # Totals come from the database; only one page of items and one of raters is read.
+    item_page = _page_number(request.GET.get("page"))
+    rater_page = _page_number(request.GET.get("raters_page"))
+    study_progress = selectors.study_progress(
+        study=study,
+        item_limit=PROGRESS_ITEMS_SHOWN,
+        item_offset=(item_page - 1) * PROGRESS_ITEMS_SHOWN,
+        rater_limit=PROGRESS_RATERS_SHOWN,
+        rater_offset=(rater_page - 1) * PROGRESS_RATERS_SHOWN,
+    )
     context = {
         "study": study,
-        "progress": selectors.study_progress(study=study, item_limit=PROGRESS_ITEMS_SHOWN),
-        "items_shown": PROGRESS_ITEMS_SHOWN,
+        "progress": study_progress,
+        "item_rows": _rows_shown(
+            item_page, per_page=PROGRESS_ITEMS_SHOWN, shown=len(study_progress.items), total=study_progress.items_total
+        ),
+        "rater_rows": _rows_shown(
+            rater_page,
+            per_page=PROGRESS_RATERS_SHOWN,
+            shown=len(study_progress.raters),
+            total=study_progress.raters_total,
+        ),
     }
     template = "researcher/study_progress.html"
     if request.htmx:
@@ -217,9 +270,22 @@ def invitation_new(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(reverse("researcher:study_detail", args=[study.pk]) + "#invitations")
 
 
+STUDY_FILE_FORMATS = {
+    "yaml": (study_file_yaml_chunks, "application/yaml; charset=utf-8"),
+    "json": (study_file_json_chunks, "application/json; charset=utf-8"),
+}
+
+
 @researcher_required
 def study_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The study as a study file (YAML, or JSON with ?format=json), streamed: items are read a batch at a time."""
     study = _study_for_user(request, pk)
-    response = HttpResponse(study_file_yaml(study), content_type="application/yaml; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{study.slug}.yaml"'
+    fmt = request.GET.get("format", "yaml")
+    if fmt not in STUDY_FILE_FORMATS:
+        return HttpResponse(
+            "The study file comes as format=yaml or format=json.", status=400, content_type="text/plain"
+        )
+    chunks, content_type = STUDY_FILE_FORMATS[fmt]
+    response = StreamingHttpResponse(chunks(study), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}.{fmt}"'
     return response

@@ -445,7 +445,8 @@ class TestStudyDownload:
         study = make_study(name="Downloadable")
         response = rita.get(reverse("researcher:study_download", args=[study.pk]))
         assert response["Content-Disposition"] == f'attachment; filename="{study.slug}.yaml"'
-        data = yaml.safe_load(response.content)
+        assert response.streaming
+        data = yaml.safe_load(b"".join(response.streaming_content))
         assert data["name"] == "Downloadable"
         assert [i["id"] for i in data["items"]] == ["item-0", "item-1", "item-2", "item-3"]
 

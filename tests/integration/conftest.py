@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -75,8 +77,9 @@ def _point_app_at(app, url: str | None, transport_options: dict) -> None:
     app.conf.broker_transport_options = transport_options
 
 
-@pytest.fixture(scope="module")
-def celery_worker(django_db_setup, tmp_path_factory):
+@contextmanager
+def running_worker(tmp_path_factory, *, pool: str = "solo", env: dict[str, str] | None = None) -> Iterator[Worker]:
+    """A worker process on the test database and Redis; ``pool="prefork"`` where time limits must be enforced."""
     require_postgres()
     url = broker_url()
     require_redis(url)
@@ -95,6 +98,7 @@ def celery_worker(django_db_setup, tmp_path_factory):
         "DATABASE_URL": database_url(),
         "CELERY_BROKER_URL": url,
         "FUNNYBONE_DATA_DIR": str(data_dir),
+        **(env or {}),
     }
     command = [
         str(Path(sys.executable).with_name("celery")),
@@ -102,7 +106,7 @@ def celery_worker(django_db_setup, tmp_path_factory):
         "funnybone",
         "worker",
         "--concurrency=1",
-        "--pool=solo",
+        f"--pool={pool}",
         "--without-heartbeat",
         "--without-gossip",
         "--without-mingle",
@@ -129,6 +133,12 @@ def celery_worker(django_db_setup, tmp_path_factory):
             process.kill()
             process.wait(timeout=10)
         _point_app_at(app, *saved)
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, tmp_path_factory):
+    with running_worker(tmp_path_factory) as worker:
+        yield worker
 
 
 def wait_until(predicate, *, timeout: float = 60, interval: float = 0.25) -> bool:

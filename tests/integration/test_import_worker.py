@@ -5,7 +5,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 
 from annotation.importers import INLINE_MAX_BYTES, item_import_start
-from annotation.models import Item, ItemImport
+from annotation.models import Item, ItemImport, Judgment
 from annotation.services.studies import study_create
 
 from .conftest import wait_until
@@ -55,3 +55,23 @@ class TestImportByWorker:
             "Row 1402: gold answer: The rating 9 is outside the scale (0, 1, 2, 3).",
         ]
         assert Item.objects.filter(study=study).count() == 0
+
+
+class TestProtocolImportByWorker:
+    def test_protocol_data_over_the_threshold_is_imported_by_the_worker(
+        self, media_shared_with_worker, researcher, settings
+    ):
+        from annotation.protocols import study_from_template
+        from tests.protocols.test_jest import LONG
+
+        settings.FUNNYBONE_IMPORT_INLINE_MAX_BYTES = 100
+        study = study_from_template(owner=researcher, template="jest", name="Panel by worker")
+        with transaction.atomic():
+            job = item_import_start(
+                study=study, upload=SimpleUploadedFile("ratings.csv", LONG), user=researcher, kind="protocol"
+            )
+        assert job.status == "queued"
+        assert wait_until(lambda: finished(job)), media_shared_with_worker.log_text()
+        assert (job.status, job.items_created, job.judgments_created, job.errors) == ("done", 3, 4, [])
+        assert job.heartbeat_at is not None and job.attempts == 1
+        assert Judgment.objects.filter(study=study).count() == 4
