@@ -19,6 +19,9 @@ class BinaryLabel(TaskType):
         "options": [{"value": "funny", "label": "Funny"}, {"value": "not_funny", "label": "Not funny"}],
         "positive": "funny",
     }
+    question = "Which label fits?"
+    dichotomous = True
+    gold_field = "label"
 
     def _values(self, config: dict[str, Any]) -> list[str]:
         return [str(o["value"]) for o in config["options"]]
@@ -46,3 +49,6 @@ class BinaryLabel(TaskType):
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         return 1.0 if value["label"] == config["positive"] else 0.0
+
+    def coding_note(self, config: dict[str, Any]) -> str:
+        return f"Coding: 1 = {config.get('positive')}, 0 = the other label."

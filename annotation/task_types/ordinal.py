@@ -21,6 +21,8 @@ class OrdinalScale(TaskType):
     level = Level.ORDINAL
     template = "annotation/task_types/ordinal.html"
     default_config = FUNNINESS_0_3
+    question = "How funny is this?"
+    gold_field = "rating"
 
     def check_config(self, config: dict[str, Any]) -> None:
         points, labels = config.get("points"), config.get("labels")

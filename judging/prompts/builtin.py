@@ -1,7 +1,8 @@
 """The prompt templates Funnybone ships, one or more per task type.
 
 Written for this project in its own words, following the study designs in
-PROTOCOLS.md. Researchers edit them (each edit is a new version) or paste a
+PROTOCOLS.md. Each task type's judging side (judging/task_types/) names the one
+a judge uses by default. Researchers edit them (each edit is a new version) or paste a
 published prompt in their place. Templates use Django's template language with
 autoescaping off; the variables are listed in ``judging.prompts.render``.
 """
@@ -223,17 +224,6 @@ BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     MICRO_EDIT,
     EXPLAIN_JOKE,
 )
-
-# The template a judge uses for a task type unless it names another.
-DEFAULT_TEMPLATE = {
-    "pairwise": PAIRWISE_CRITIC.name,
-    "ordinal": FUNNINESS_DIGIT.name,
-    "pick_one": PICK_FUNNIEST.name,
-    "binary": FUNNY_OR_NOT.name,
-    "vote_allocation": VOTE_ALLOCATION.name,
-    "micro_edit": MICRO_EDIT.name,
-    "explanation": EXPLAIN_JOKE.name,
-}
 
 
 def builtin(name: str) -> BuiltinTemplate | None:

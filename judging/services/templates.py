@@ -9,7 +9,8 @@ from django.db.models import Max
 from annotation.task_types import TASK_TYPES
 
 from ..models import PromptTemplate
-from ..prompts import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, builtin, check_template
+from ..prompts import BUILTIN_TEMPLATES, builtin, check_template
+from ..task_types import JUDGING_TYPES
 
 
 def _create_builtin(name: str) -> PromptTemplate | None:
@@ -46,7 +47,8 @@ def latest_template(name: str) -> PromptTemplate | None:
 
 def template_for(*, task_type: str, names: dict[str, Any] | None = None) -> PromptTemplate:
     """The newest version of the template a judge uses for this task type."""
-    name = (names or {}).get(task_type) or DEFAULT_TEMPLATE.get(task_type)
+    default = JUDGING_TYPES[task_type].default_template if task_type in JUDGING_TYPES else ""
+    name = (names or {}).get(task_type) or default
     if not name:
         raise ValidationError(f"No prompt template for task type {task_type!r}.")
     template = latest_template(name)
