@@ -149,6 +149,8 @@ def study_runs_page(
             "has_judges": JudgeConfig.objects.filter(owner=request.user).exists(),
             "has_generators": GeneratorConfig.objects.filter(owner=request.user).exists(),
             "takes_generated_candidates": get_task_type(study.task_type).candidates[1] != 2,
+            # Items with a set of candidates (not a fixed pair) can seed a tournament between them.
+            "candidate_sets": get_task_type(study.task_type).candidates not in ((0, 0), (2, 2)),
             "bare_prompt_task_types": BARE_PROMPT_TASK_TYPES,
             "contestants": contestants,
         },

@@ -31,7 +31,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
-from annotation.task_types import Level, TaskType, get_task_type
+from annotation.task_types import MATRIX_LEVELS, Level, TaskType, get_task_type
 
 GROUPS: dict[str, str] = {
     "humans": "All human raters",
@@ -43,8 +43,6 @@ GROUPS: dict[str, str] = {
 }
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 JUDGE_KINDS = (Rater.Kind.LLM, Rater.Kind.BASELINE)
-#: Task types whose values code as one number per judgment.
-MATRIX_LEVELS = (Level.NOMINAL, Level.ORDINAL, Level.PAIRWISE)
 
 
 class NoNumericCoding(ValueError):
@@ -154,23 +152,17 @@ def _rater_infos(rows: Iterable[tuple[int, str, str, str]]) -> list[RaterInfo]:
 def study_scale(study: Study, task_type: TaskType | None = None) -> Scale:
     """The codes a study's values take and their names, in the order the stats use."""
     task_type = task_type or get_task_type(study.task_type)
-    config = task_type.config(study.config)
-    if task_type.level == Level.ORDINAL:
-        points = [float(p) for p in config["points"]]
-        names = [f"{p} {label}" for p, label in zip(config["points"], config["labels"], strict=True)]
-        return Scale(codes=np.array(points), names=names, nominal=False)
-    if task_type.name == "binary":
-        positive = str(config["positive"])
-        negative = next(str(o["value"]) for o in config["options"] if str(o["value"]) != positive)
-        return Scale(codes=np.array([0.0, 1.0]), names=[negative, positive], nominal=True)
-    if task_type.level == Level.PAIRWISE:
-        return Scale(codes=np.array([0.0, 0.5, 1.0]), names=["second wins", "tie", "first wins"], nominal=True)
-    if task_type.level == Level.NOMINAL:
-        most = max([2, *(len(keys) for keys in _candidate_keys(study).values())])
-        return Scale(
-            codes=np.arange(most, dtype=float), names=[f"candidate {i + 1}" for i in range(most)], nominal=True
-        )
-    raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    points = task_type.scale(
+        task_type.config(study.config),
+        max_candidates=lambda: max([0, *(len(keys) for keys in _candidate_keys(study).values())]),
+    )
+    if task_type.level not in MATRIX_LEVELS or not points:
+        raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    return Scale(
+        codes=np.array([code for code, _ in points], dtype=float),
+        names=[name for _, name in points],
+        nominal=task_type.level != Level.ORDINAL,
+    )
 
 
 def _candidate_keys(study: Study) -> dict[int, list[str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -134,6 +135,13 @@ class TaskType(ABC):
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         """The value coded for statistics; None when the type has no numeric coding."""
         return None
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        """Every number ``to_number`` gives, ascending, with a readable name; empty without a numeric coding.
+
+        ``max_candidates`` counts the most candidates any item of the study has (a query; call it only if needed).
+        """
+        return []
 
     def coding_note(self, config: dict[str, Any]) -> str:
         """How ``to_number`` codes a value, for the export's readers ("" when the number speaks for itself)."""

@@ -3,6 +3,7 @@
 Value: ``{"rating": <int>}`` with the rating one of the configured points.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -64,3 +65,6 @@ class OrdinalScale(TaskType):
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         return float(value["rating"])
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        return [(float(p), f"{p} {label}") for p, label in zip(config["points"], config["labels"], strict=True)]

@@ -5,6 +5,7 @@ statistics as 1.0 when the item's first candidate wins, 0.0 when the second
 does and 0.5 for a tie.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -62,6 +63,9 @@ class PairwiseChoice(TaskType):
         if choice == TIE:
             return 0.5
         return 1.0 if choice == candidate_keys[0] else 0.0
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        return [(0.0, "second wins"), (0.5, "tie"), (1.0, "first wins")]
 
     def coding_note(self, config: dict[str, Any]) -> str:
         return "Coding: 1 = the item's first candidate chosen, 0 = the second, 0.5 = a tie."

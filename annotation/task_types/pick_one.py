@@ -3,6 +3,7 @@
 Value: ``{"choice": <candidate key>}``.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -34,6 +35,9 @@ class PickOne(TaskType):
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         return float(candidate_keys.index(value["choice"]))
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        return [(float(i), f"candidate {i + 1}") for i in range(max(2, max_candidates()))]
 
     def coding_note(self, config: dict[str, Any]) -> str:
         return "Coding: the chosen candidate's listed position (0 = first)."

@@ -173,7 +173,7 @@ class LabelFigures(ItemFigures):
     def __init__(self, data: StudyData):
         super().__init__(data)
         self.pairwise = data.level == Level.PAIRWISE
-        self.binary = data.task_type.name == "binary"
+        self.binary = data.task_type.dichotomous
         self.columns = ["Ratings (n)", "Consensus (majority)", "Exact agreement % (majority share)", "All raters agree"]
         if self.binary:
             positive = data.config.get("positive")

@@ -242,11 +242,7 @@ def _point_name(point: float) -> Any:
 
 
 def _coding_note(data: StudyData) -> str:
-    if data.level == Level.PAIRWISE:
-        return "Coding: 1 = the item's first candidate chosen, 0 = the second, 0.5 = a tie."
-    if data.task_type.name == "binary":
-        return f"Coding: 1 = {data.config.get('positive')}, 0 = the other label."
-    return "Coding: the chosen candidate's listed position (0 = first)."
+    return data.task_type.coding_note(data.config)
 
 
 def _describe(counts: Counter) -> list[float | None]:
