@@ -37,6 +37,9 @@ class Level:
     BEST_WORST = "best_worst"  # the best and the worst of a set: counting scores, agreement per pick
 
 
+#: The picks a best–worst value names (``TaskType.picks``), each analysed as a nominal choice.
+PICK_BEST, PICK_WORST = "best", "worst"
+
 #: Families whose values code as one number per judgment (an items × raters matrix).
 MATRIX_LEVELS = (Level.NOMINAL, Level.ORDINAL, Level.PAIRWISE)
 
@@ -142,6 +145,10 @@ class TaskType(ABC):
         ``max_candidates`` counts the most candidates any item of the study has (a query; call it only if needed).
         """
         return []
+
+    def picks(self, value: Any) -> dict[str, str]:
+        """Named candidate picks in a value, each analysed as its own nominal choice (best–worst: best, worst)."""
+        return {}
 
     def coding_note(self, config: dict[str, Any]) -> str:
         """How ``to_number`` codes a value, for the export's readers ("" when the number speaks for itself)."""

@@ -212,6 +212,23 @@ Explain in a few sentences what makes this funny: the setup, the twist and anyth
 a JSON object {"text": "<your explanation>"}.""",
 )
 
+BEST_WORST = BuiltinTemplate(
+    name="best-worst",
+    task_type="best_worst",
+    description="Mark the funniest and the least funny of four numbered jokes (best–worst scaling).",
+    system=(
+        "You judge joke-writing contests. The order the jokes are listed in tells you nothing, and length is "
+        "not a virtue in itself. You always answer with one JSON object."
+    ),
+    user="""{% if prompt %}Prompt: {{ prompt }}
+{% endif %}{% for c in candidates %}
+Joke {{ c.number }}: {{ c.text }}{% endfor %}
+
+Which joke would get the biggest laugh from a general adult audience, and which the smallest? They must be \
+two different jokes. Reply with a JSON object {"best": <the number of the funniest joke, 1 to {{ n }}>, \
+"worst": <the number of the least funny joke, 1 to {{ n }}>}.""",
+)
+
 BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     PAIRWISE_CRITIC,
     EXPLANATION_PREFERENCE,
@@ -223,6 +240,7 @@ BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     VOTE_ALLOCATION,
     MICRO_EDIT,
     EXPLAIN_JOKE,
+    BEST_WORST,
 )
 
 

@@ -7,6 +7,7 @@ judges answer. See docs/task-types.md.
 """
 
 from .base import JudgingType, NoBaseline, StudyFacts
+from .best_worst import BestWorstJudging
 from .binary import BinaryJudging
 from .free_text import ExplanationJudging, MicroEditJudging
 from .ordinal import OrdinalJudging
@@ -25,6 +26,7 @@ JUDGING_TYPES: dict[str, JudgingType] = {
         VoteAllocationJudging(),
         MicroEditJudging(),
         ExplanationJudging(),
+        BestWorstJudging(),
     )
 }
 
