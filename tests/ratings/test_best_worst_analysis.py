@@ -107,3 +107,11 @@ class TestExports:
         assert "Its best–worst score" in header
         top = {row[1].value: row[header.index("Top candidate")].value for row in items.iter_rows(min_row=2)}
         assert top == {"set-0": "k0", "set-1": "k1"}
+
+
+class TestAlignmentPage:
+    def test_it_says_best_worst_studies_have_no_alignment_report(self, client, researcher, judged):
+        client.force_login(researcher)
+        page = client.get(reverse("alignment:report", args=[judged.slug]))
+        assert page.status_code == 200
+        assert "Best–worst scaling studies have no alignment report" in page.content.decode()
