@@ -9,9 +9,9 @@ from annotation.task_types import TASK_TYPES
 
 from .keys import key_env_help
 from .models import GeneratorConfig, JudgeConfig, PromptTemplate, Tournament
-from .prompts import DEFAULT_TEMPLATE
 from .services.generation import DEFAULT_GENERATOR_PROMPT, GENERATOR_SETTINGS
 from .services.templates import template_choices
+from .task_types import default_template_name
 
 JUDGE_FIELDS = [
     "name",
@@ -95,7 +95,7 @@ class JudgeForm(EndpointForm):
             offered = {str(t.pk): t for t in [*own, *shared, pinned.get(task_type)] if t and t.task_type == task_type}
             self._offered[task_type] = offered
             current = pinned.get(task_type)
-            choices = [("", f"(default: {DEFAULT_TEMPLATE.get(task_type, 'none')}, built in)")]
+            choices = [("", f"(default: {default_template_name(task_type) or 'none'}, built in)")]
             choices += [(pk, _template_label(t, pinned=t == current)) for pk, t in offered.items()]
             self.fields[f"template_{task_type}"] = forms.ChoiceField(
                 choices=choices,

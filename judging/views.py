@@ -138,6 +138,8 @@ def study_runs_page(
             "has_judges": owned_by(JudgeConfig, user=request.user).exists(),
             "has_generators": owned_by(GeneratorConfig, user=request.user).exists(),
             "takes_generated_candidates": get_task_type(study.task_type).candidates[1] != 2,
+            # Items with a set of candidates (not a fixed pair) can seed a tournament between them.
+            "candidate_sets": get_task_type(study.task_type).candidates not in ((0, 0), (2, 2)),
             "bare_prompt_task_types": BARE_PROMPT_TASK_TYPES,
             "contestants": contestants,
         },

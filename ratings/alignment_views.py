@@ -23,13 +23,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotation.access import owned_study_or_404
 from annotation.models import Study
+from annotation.task_types import get_task_type
 
 from . import plots
 from .alignment import (
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
+    Family,
     count_judgments,
+    family_flags,
     metadata_keys,
     study_judges,
     task_family,
@@ -41,12 +44,6 @@ from .selectors import study_raters
 
 TEMPLATE = "ratings/alignment/report.html"
 JUDGES_TEMPLATE = "ratings/alignment/judges.html"
-FAMILY_TITLES = {
-    "ordinal": "Rating scale",
-    "binary": "Binary label",
-    "pick_one": "Pick one of N",
-    "pairwise": "Pairwise choice",
-}
 
 
 class AlignmentForm(forms.Form):
@@ -110,12 +107,12 @@ def _figures(study: Study, report: AlignmentReport) -> list[dict[str, str]]:
     reference = result.get("reference", {}).get("label", "human reference")
     out: list[tuple[str, str, str]] = []
     family = result.get("family")
-    if family == "ordinal":
+    if family == Family.ORDINAL:
         out.append(("distributions", "Ratings per rater", "Box plots of each rater's ratings, humans and judges"))
         out.append(
             ("spearman", "Spearman ρ between raters", "Heatmap of the Spearman correlation between every two raters")
         )
-    if family == "pairwise":
+    if family == Family.PAIRWISE:
         rankings = data.get("rankings") or {}
         if any(rankings.values()):
             out.append(
@@ -183,7 +180,8 @@ def _context(
         "report": report,
         "result": report.result if report else None,
         "figures": _figures(study, report) if report and report.result else [],
-        "family_title": FAMILY_TITLES.get(study.task_type, study.task_type),
+        "family_title": get_task_type(study.task_type).title,
+        "family": family_flags((report.result or {}).get("family") if report else None),
     }
 
 
@@ -304,7 +302,8 @@ def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentPara
         "result": result,
         "rows": rows,
         "cost_notes": sorted({row.cost_note for row in rows if row.cost_note}),
-        "family_title": FAMILY_TITLES.get(study.task_type, study.task_type),
+        "family_title": get_task_type(study.task_type).title,
+        "family": family_flags((result or {}).get("family")),
     }
 
 

@@ -31,7 +31,7 @@ from django.db.models.functions import Cast
 from annotation.models import Judgment, Rater, Study
 from judging.models import JudgeConfig
 
-from .alignment import primary_metric
+from .alignment import Family, primary_metric
 
 #: z for a two-sided 95% interval.
 Z95 = 1.959963984540054
@@ -108,18 +108,18 @@ def _share(estimate: float | None, correct: int, n: int) -> Interval:
 def primary_interval(family: str, row: dict[str, Any]) -> tuple[Interval, int, int]:
     """The primary figure of one judge's report row with its interval, items compared and items missing."""
     estimate = primary_metric(family, row)
-    if family == "ordinal":
+    if family == Family.ORDINAL:
         kappa = row.get("kappa") or {}
         return (
             Interval(estimate, kappa.get("ci_low"), kappa.get("ci_high"), "bootstrap"),
             row["n_items"] - row["n_missing"],
             row["n_missing"],
         )
-    if family == "pairwise":
+    if family == Family.PAIRWISE:
         basis = row["with_ties"]
         return _share(estimate, basis["correct"], basis["n"]), basis["n"], row["n_missing"]
     # The same choice primary_metric makes: gold for pick one when any item has it, else the majority.
-    basis = row["vs_gold"] if family == "pick_one" and row["vs_gold"]["n"] else row["vs_majority"]
+    basis = row["vs_gold"] if family == Family.CHOICE and row["vs_gold"]["n"] else row["vs_majority"]
     return _share(estimate, basis["correct"], basis["n"]), basis["n"], basis["n_missing"]
 
 

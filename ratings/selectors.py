@@ -31,7 +31,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
-from annotation.task_types import Level, TaskType, get_task_type
+from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
 
 GROUPS: dict[str, str] = {
     "humans": "All human raters",
@@ -43,8 +43,6 @@ GROUPS: dict[str, str] = {
 }
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 JUDGE_KINDS = (Rater.Kind.LLM, Rater.Kind.BASELINE)
-#: Task types whose values code as one number per judgment.
-MATRIX_LEVELS = (Level.NOMINAL, Level.ORDINAL, Level.PAIRWISE)
 
 
 class NoNumericCoding(ValueError):
@@ -154,23 +152,17 @@ def _rater_infos(rows: Iterable[tuple[int, str, str, str]]) -> list[RaterInfo]:
 def study_scale(study: Study, task_type: TaskType | None = None) -> Scale:
     """The codes a study's values take and their names, in the order the stats use."""
     task_type = task_type or get_task_type(study.task_type)
-    config = task_type.config(study.config)
-    if task_type.level == Level.ORDINAL:
-        points = [float(p) for p in config["points"]]
-        names = [f"{p} {label}" for p, label in zip(config["points"], config["labels"], strict=True)]
-        return Scale(codes=np.array(points), names=names, nominal=False)
-    if task_type.name == "binary":
-        positive = str(config["positive"])
-        negative = next(str(o["value"]) for o in config["options"] if str(o["value"]) != positive)
-        return Scale(codes=np.array([0.0, 1.0]), names=[negative, positive], nominal=True)
-    if task_type.level == Level.PAIRWISE:
-        return Scale(codes=np.array([0.0, 0.5, 1.0]), names=["second wins", "tie", "first wins"], nominal=True)
-    if task_type.level == Level.NOMINAL:
-        most = max([2, *(len(keys) for keys in _candidate_keys(study).values())])
-        return Scale(
-            codes=np.arange(most, dtype=float), names=[f"candidate {i + 1}" for i in range(most)], nominal=True
-        )
-    raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    points = task_type.scale(
+        task_type.config(study.config),
+        max_candidates=lambda: max([0, *(len(keys) for keys in _candidate_keys(study).values())]),
+    )
+    if task_type.level not in MATRIX_LEVELS or not points:
+        raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    return Scale(
+        codes=np.array([code for code, _ in points], dtype=float),
+        names=[name for _, name in points],
+        nominal=task_type.level != Level.ORDINAL,
+    )
 
 
 def _candidate_keys(study: Study) -> dict[int, list[str]]:
@@ -324,3 +316,68 @@ def study_pairwise_outcomes(
             f"{skipped} judgment(s) left out: their item has no two distinct contestants or the value could not be coded"
         )
     return PairwiseOutcomes(a=a, b=b, score=np.asarray(score, dtype=float), warnings=warnings)
+
+
+# -- best-worst picks -------------------------------------------------------------------------
+
+
+@dataclass
+class BestWorstPicks:
+    """A best–worst study's picks: per judgment (contestants shown, best, worst), and per pick
+    an items × raters matrix of the chosen candidate's listed position (NaN = not judged)."""
+
+    judgments: list[tuple[list[str], str, str]]
+    matrices: dict[str, np.ndarray]
+    n_positions: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def study_best_worst(*, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None) -> BestWorstPicks:
+    """Every OK best–worst judgment of the group, read through the task type's ``picks``.
+
+    Contestants are named as in the pairwise leaderboard (the generating model
+    when known, else the candidate key). When a rater judged an item more than
+    once, the earliest judgment fills the agreement matrices; all count in the scores.
+    """
+    task_type = get_task_type(study.task_type)
+    if task_type.level != Level.BEST_WORST:
+        raise NoNumericCoding(f"{task_type.title} studies have no best–worst picks")
+    keys = _candidate_keys(study)
+    contestants = contestants_by_item(study)
+    rows = (
+        analysable_judgments(study=study, group=group, rater_ids=rater_ids)
+        .order_by("id")
+        .values_list("item_id", "rater_id", "value")
+    )
+    judgments: list[tuple[list[str], str, str]] = []
+    cells: dict[str, dict[tuple[int, int], int]] = {PICK_BEST: {}, PICK_WORST: {}}
+    skipped = 0
+    for item_id, rater_id, value in rows.iterator(chunk_size=20_000):
+        listed, names = keys.get(item_id, []), contestants.get(item_id, [])
+        try:
+            chosen = task_type.picks(value)
+            positions = {pick: listed.index(chosen[pick]) for pick in (PICK_BEST, PICK_WORST)}
+        except (KeyError, TypeError, ValueError):
+            skipped += 1
+            continue
+        if len(names) != len(listed):
+            skipped += 1
+            continue
+        judgments.append((names, names[positions[PICK_BEST]], names[positions[PICK_WORST]]))
+        for pick, position in positions.items():
+            cells[pick].setdefault((item_id, rater_id), position)
+    item_ids = sorted({item for item, _ in cells[PICK_BEST]})
+    raters = sorted({rater for _, rater in cells[PICK_BEST]})
+    row_of = {pk: i for i, pk in enumerate(item_ids)}
+    col_of = {pk: i for i, pk in enumerate(raters)}
+    matrices = {}
+    for pick, found in cells.items():
+        matrix = np.full((len(item_ids), len(raters)), np.nan)
+        for (item_id, rater_id), position in found.items():
+            matrix[row_of[item_id], col_of[rater_id]] = position
+        matrices[pick] = matrix
+    warnings = (
+        [f"{skipped} judgment(s) whose picks are not among their item's candidates were left out"] if skipped else []
+    )
+    most = max([2, *(len(listed) for listed in keys.values())])
+    return BestWorstPicks(judgments=judgments, matrices=matrices, n_positions=most, warnings=warnings)

@@ -18,12 +18,13 @@ import numpy as np
 
 from annotation.models import Study
 
-from .selectors import StudyMatrix, study_rating_matrix
+from .selectors import BestWorstPicks, StudyMatrix, study_rating_matrix
 from .stats import (
     DEFAULT_SEED,
     FORMS,
     accuracy,
     adjacent_agreement,
+    best_worst_scores,
     binary_scores,
     bradley_terry_bootstrap,
     category_counts,
@@ -33,6 +34,7 @@ from .stats import (
     icc,
     intransitive_triads,
     kendall,
+    krippendorff_alpha,
     krippendorff_alpha_all_levels,
     mean_item_sd,
     mean_offdiagonal,
@@ -322,6 +324,37 @@ def alignment_report(
 
 
 # -- JSON -------------------------------------------------------------------------------
+
+
+def best_worst_report(picks: BestWorstPicks) -> dict[str, Any]:
+    """Counting scores per contestant, and Krippendorff's alpha (nominal) on the best and on the worst pick."""
+    warnings = list(picks.warnings)
+    if not picks.judgments:
+        raise AnalysisError("there are no best–worst judgments to analyse")
+    scores = best_worst_scores(picks.judgments)
+    agreement: dict[str, Any] = {}
+    for pick, matrix in picks.matrices.items():
+        rated = (~np.isnan(matrix)).sum(axis=1)
+        if matrix.shape[1] < 2 or not (rated >= 2).any():
+            agreement[pick] = None
+            warnings.append(f"agreement on the {pick} pick needs items judged by at least two raters")
+            continue
+        agreement[pick] = krippendorff_alpha(matrix, level="nominal", value_domain=np.arange(picks.n_positions))
+    rows = [
+        {"rank": rank, "name": name, "score": score, "best": best, "worst": worst, "shown": shown}
+        for rank, (name, score, best, worst, shown) in enumerate(
+            zip(scores.names, scores.scores, scores.best, scores.worst, scores.appearances, strict=True), start=1
+        )
+    ]
+    first = next(iter(picks.matrices.values()))
+    return {
+        "n_judgments": scores.n_judgments,
+        "n_items": int(first.shape[0]),
+        "n_raters": int(first.shape[1]),
+        "rows": rows,
+        "krippendorff_alpha": agreement,
+        "warnings": warnings,
+    }
 
 
 def to_plain(value: Any, *, path: str = "", undefined: list[str] | None = None) -> Any:

@@ -24,11 +24,20 @@ from .selectors import (
     GROUPS,
     NoNumericCoding,
     StudyMatrix,
+    study_best_worst,
     study_pairwise_outcomes,
     study_raters,
     study_rating_matrix,
 )
-from .services import AnalysisError, json_ready, pairwise_report, rating_distributions, study_agreement, subset_report
+from .services import (
+    AnalysisError,
+    best_worst_report,
+    json_ready,
+    pairwise_report,
+    rating_distributions,
+    study_agreement,
+    subset_report,
+)
 from .stats import FORM_LABELS, dawid_skene, item_mean, item_median, majority_vote
 
 TIE_RULES = {
@@ -159,6 +168,20 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
     return report
 
 
+def _best_worst_analysis(
+    request: HttpRequest, study: Study, group: str, rater_ids: list[int] | None, context: dict[str, Any]
+) -> HttpResponse:
+    """Best–worst studies: counting scores per contestant and agreement on each pick, no rating matrix."""
+    try:
+        report = json_ready(best_worst_report(study_best_worst(study=study, group=group, rater_ids=rater_ids)))
+    except AnalysisError as exc:
+        report = {"error": str(exc)}
+    context["best_worst"] = report
+    template = "ratings/study_analysis.html"
+    partial = bool(request.htmx) and not request.htmx.history_restore_request
+    return render(request, f"{template}#analysis" if partial else template, context)
+
+
 @require_GET
 @login_required
 def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
@@ -178,6 +201,8 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
         "k": k,
         "show_rater_picker": 0 < len(raters) <= RATER_ROWS,
     }
+    if task_type.level == Level.BEST_WORST:
+        return _best_worst_analysis(request, study, group, rater_ids, context)
     try:
         data = study_rating_matrix(study=study, group=group, rater_ids=rater_ids)
     except NoNumericCoding as exc:

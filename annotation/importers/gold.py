@@ -67,14 +67,14 @@ def text_gold(raw: Any) -> dict[str, Any]:
     return {"text": cell_text(raw)}
 
 
+# Keyed by the value field a task type's bare gold cell fills (``TaskType.gold_field``).
 GOLD_CONVERTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "ordinal": rating_gold,
-    "binary": label_gold,
-    "pairwise": choice_gold,
-    "pick_one": choice_gold,
-    "vote_allocation": votes_gold,
-    "micro_edit": replacement_gold,
-    "explanation": text_gold,
+    "rating": rating_gold,
+    "label": label_gold,
+    "choice": choice_gold,
+    "votes": votes_gold,
+    "replacement": replacement_gold,
+    "text": text_gold,
 }
 
 
@@ -94,9 +94,9 @@ def gold_from_file(task_type: TaskType, raw: Any) -> Any:
             raise CellProblem(f"the gold answer looks like JSON but is not valid JSON ({exc.msg}).") from None
     if isinstance(raw, dict):
         return raw
-    if isinstance(raw, list) and task_type.name != "vote_allocation":
+    converter = GOLD_CONVERTERS.get(task_type.gold_field)
+    if isinstance(raw, list) and converter is not votes_gold:
         raise CellProblem("write a single gold answer, not a list.")
-    converter = GOLD_CONVERTERS.get(task_type.name)
     if converter is None:
         raise CellProblem(f"write the gold answer of a {task_type.title.lower()} item as an object.")
     return converter(raw)

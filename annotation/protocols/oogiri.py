@@ -16,14 +16,19 @@ from collections import defaultdict
 from ..models import Rater, Study
 from ..services.imported_judgments import ImportedJudgment
 from ..services.studies import CandidateSpec, ImportErrors, ItemSpec
+from ..task_types import get_task_type
+from ..task_types.binary import BinaryLabel
+from ..task_types.pick_one import PickOne
 from .base import ImportPlan, StudyTemplate, register_template
 from .tables import Row, Table
 
 PROTOCOL = "oogiri"
 VOTING = "oogiri-voting"
+# The paper's one-response task (funny or not), the only benchmark task that is not a choice.
+BINARY_TASK = "binary"
 # Benchmark task name -> template key; the order is the paper's.
 TASKS = {
-    "binary": "oogiri-binary",
+    BINARY_TASK: "oogiri-binary",
     "same": "oogiri-same",
     "diff": "oogiri-diff",
     "triple": "oogiri-triple",
@@ -150,7 +155,7 @@ YES = {"1", "yes", "true", "y", "x"}
 
 def task_of(study: Study) -> str:
     """The benchmark task a study runs ("binary", "same", ...), from its template key."""
-    return next((task for task, key in TASKS.items() if key == study.protocol), "binary")
+    return next((task for task, key in TASKS.items() if key == study.protocol), BINARY_TASK)
 
 
 def _option_keys(n: int) -> list[str]:
@@ -159,7 +164,7 @@ def _option_keys(n: int) -> list[str]:
 
 def _answer(study: Study, raw: str, n_options: int, where: str, what: str, problems: list[str]) -> dict | None:
     """An answer as the task type stores it: a label for binary, the chosen option for the others."""
-    if study.task_type == "binary":
+    if get_task_type(study.task_type).dichotomous:
         labels = {str(o["value"]): str(o["value"]) for o in study.config["options"]}
         labels.update({str(o["label"]).lower(): str(o["value"]) for o in study.config["options"]})
         value = labels.get(raw.strip().lower())
@@ -181,7 +186,7 @@ def benchmark_importer(table: Table, study: Study) -> ImportPlan:
     crowdworker's answer (an item's text may then be repeated or left empty on its later rows).
     """
     task = task_of(study)
-    binary = study.task_type == "binary"
+    binary = get_task_type(study.task_type).dichotomous
     n = TASK_OPTIONS[task]
     text_columns = ("response",) if binary else OPTION_COLUMNS[:n]
     table.require("item_id", "prompt", *text_columns)
@@ -275,23 +280,23 @@ for _task, _key in TASKS.items():
             description=(
                 "Is this answer one of its prompt's best (funny) or one of its worst (not funny)? "
                 "Gold = which group the votes put it in."
-                if _task == "binary"
+                if _task == BINARY_TASK
                 else f"Pick the prompt's top-voted answer among {_n} options shown in random order. "
                 "Gold = the top-voted answer of this prompt."
             ),
-            task_type="binary" if _task == "binary" else "pick_one",
+            task_type=BinaryLabel.name if _task == BINARY_TASK else PickOne.name,
             config=_BINARY_CONFIG
-            if _task == "binary"
+            if _task == BINARY_TASK
             else {"question": "Which answer is the funniest answer to this prompt?"},
             settings={
                 **CROWD_SETTINGS,
-                "instructions_text": BINARY_INSTRUCTIONS if _task == "binary" else CHOICE_INSTRUCTIONS.format(n=_n),
+                "instructions_text": BINARY_INSTRUCTIONS if _task == BINARY_TASK else CHOICE_INSTRUCTIONS.format(n=_n),
             },
             analyses={"task": _task, "options": _n, "chance": 0.5 if _n == 1 else 1 / _n},
             importer=benchmark_importer,
             columns=(
                 "item_id, prompt, response, gold (funny / not funny)[, attention_check][, rater, answer]"
-                if _task == "binary"
+                if _task == BINARY_TASK
                 else f"item_id, prompt, {', '.join(OPTION_COLUMNS[:_n])}, gold (option number)"
                 "[, attention_check][, rater, answer]"
             ),

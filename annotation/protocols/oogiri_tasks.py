@@ -23,7 +23,16 @@ from django.db import transaction
 from ..models import Candidate, Item, Judgment, Rater, Study
 from ..services.studies import CandidateSpec, ItemSpec, items_create
 from .base import study_from_template
-from .oogiri import DEFAULT_MIN_TOTAL_VOTES, IMPORTED_VOTES, TASK_OPTIONS, TASK_TITLES, TASKS, VOTING, task_of
+from .oogiri import (
+    BINARY_TASK,
+    DEFAULT_MIN_TOTAL_VOTES,
+    IMPORTED_VOTES,
+    TASK_OPTIONS,
+    TASK_TITLES,
+    TASKS,
+    VOTING,
+    task_of,
+)
 
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 
@@ -147,7 +156,7 @@ def _task_items(
         prompt = selected.prompt
         high, low = rng.choice(selected.high), rng.choice(selected.low)
         meta = {"task": task, "source_study": source, "source_prompt": prompt.prompt_id}
-        if task == "binary":
+        if task == BINARY_TASK:
             for role, response, label in (("high", high, "funny"), ("low", low, "not_funny")):
                 items.append(
                     ItemSpec(
@@ -184,7 +193,7 @@ def _task_items(
 def _attention_checks(task: str) -> list[ItemSpec]:
     """Items with one unmistakable answer: the screen says what to press."""
     meta = {"task": task, "attention_check": True}
-    if task == "binary":
+    if task == BINARY_TASK:
         return [
             ItemSpec(
                 external_id=f"check-{label}",

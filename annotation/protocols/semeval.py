@@ -26,7 +26,7 @@ from django.core.exceptions import ValidationError
 from ..models import Judgment, Rater, Study
 from ..services.imported_judgments import ImportedJudgment
 from ..services.studies import ImportErrors, ItemSpec, items_create
-from ..task_types.free_text import MARKED_TOKEN, ONE_WORD, apply_edit, marked_token
+from ..task_types.free_text import MARKED_TOKEN, ONE_WORD, MicroEdit, apply_edit, marked_token
 from .base import ImportPlan, StudyTemplate, register_template
 from .tables import Row, Table
 
@@ -250,7 +250,7 @@ def grading_items_from_edits(*, editing: Study, grading: Study, actor: AbstractB
     editors who typed the same word give one item). Edits already in the
     grading study are left alone, so this can run again as more edits arrive.
     """
-    if editing.protocol != EDITING or editing.task_type != "micro_edit":
+    if editing.protocol != EDITING or editing.task_type != MicroEdit.name:
         raise ValidationError("The edits must come from a SemEval-2020 Task 7 editing study.")
     if grading.protocol != GRADING:
         raise ValidationError("The edited headlines must go to a SemEval-2020 Task 7 grading study.")

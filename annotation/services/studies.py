@@ -177,13 +177,10 @@ def item_problems(*, study: Study, spec: ItemSpec, seen: dict[str, str]) -> list
         task_type.check_candidates(keys)
     except ValidationError as exc:
         problems.extend(f"{where}: {m}" for m in exc.messages)
-    if task_type.name == "micro_edit":
-        from ..task_types.free_text import marked_token
-
-        try:
-            marked_token(spec.text)
-        except ValidationError as exc:
-            problems.extend(f"{where}: {m}" for m in exc.messages)
+    try:
+        task_type.check_item_text(spec.text)
+    except ValidationError as exc:
+        problems.extend(f"{where}: {m}" for m in exc.messages)
     if spec.is_attention_check and spec.gold is None:
         problems.append(f"{where}: an attention check needs a gold answer.")
     if spec.gold is not None:

@@ -2,11 +2,12 @@
 
 from django.core.exceptions import ValidationError
 
-from .base import Level, Option, TaskType
+from .base import MATRIX_LEVELS, PICK_BEST, PICK_WORST, TIE, Level, Option, Shortcut, TaskType
+from .best_worst import BestWorst
 from .binary import BinaryLabel
 from .free_text import MicroEdit, WrittenExplanation
 from .ordinal import OrdinalScale
-from .pairwise import TIE, PairwiseChoice
+from .pairwise import PairwiseChoice
 from .pick_one import PickOne
 from .vote_allocation import VoteAllocation
 
@@ -20,6 +21,7 @@ TASK_TYPES: dict[str, TaskType] = {
         VoteAllocation(),
         MicroEdit(),
         WrittenExplanation(),
+        BestWorst(),
     )
 }
 
@@ -32,4 +34,15 @@ def get_task_type(name: str) -> TaskType:
         raise ValidationError(f"Unknown task type {name!r}; known types: {known}.") from None
 
 
-__all__ = ["TASK_TYPES", "TIE", "Level", "Option", "TaskType", "get_task_type"]
+__all__ = [
+    "MATRIX_LEVELS",
+    "PICK_BEST",
+    "PICK_WORST",
+    "TASK_TYPES",
+    "TIE",
+    "Level",
+    "Option",
+    "Shortcut",
+    "TaskType",
+    "get_task_type",
+]

@@ -3,6 +3,7 @@
 Value: ``{"label": <option value>}``. Coded 1.0 for the positive label.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -19,6 +20,9 @@ class BinaryLabel(TaskType):
         "options": [{"value": "funny", "label": "Funny"}, {"value": "not_funny", "label": "Not funny"}],
         "positive": "funny",
     }
+    question = "Which label fits?"
+    dichotomous = True
+    gold_field = "label"
 
     def _values(self, config: dict[str, Any]) -> list[str]:
         return [str(o["value"]) for o in config["options"]]
@@ -46,3 +50,11 @@ class BinaryLabel(TaskType):
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         return 1.0 if value["label"] == config["positive"] else 0.0
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        positive = str(config["positive"])
+        negative = next(str(o["value"]) for o in config["options"] if str(o["value"]) != positive)
+        return [(0.0, negative), (1.0, positive)]
+
+    def coding_note(self, config: dict[str, Any]) -> str:
+        return f"Coding: 1 = {config.get('positive')}, 0 = the other label."

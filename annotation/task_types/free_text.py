@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from .base import Level, TaskType, check_storable, require_dict
+from .base import Level, Shortcut, TaskType, check_storable, require_dict
 
 MARKED_TOKEN = re.compile(r"<([^<>/]+)/>")
 ONE_WORD = re.compile(r"^[^\s<>]+$")
@@ -41,6 +41,17 @@ class MicroEdit(TaskType):
     level = Level.TEXT
     template = "annotation/task_types/micro_edit.html"
     default_config = {"max_length": 40}
+    question = "Replace the marked word to make the headline funny"
+    gold_field = "replacement"
+
+    def check_item_text(self, text: str) -> None:
+        marked_token(text)
+
+    def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
+        return [Shortcut(("Enter",), "Submit your word")]
+
+    def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
+        return {"headline": split_headline(item.text), "replacement": posted.get("replacement", "")}
 
     def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
         return {"replacement": (data.get("replacement") or "").strip()}
@@ -65,6 +76,14 @@ class WrittenExplanation(TaskType):
     level = Level.TEXT
     template = "annotation/task_types/explanation.html"
     default_config = {"min_length": 10, "max_length": 2000}
+    question = "Explain the joke"
+    gold_field = "text"
+
+    def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
+        return [Shortcut(("Ctrl+Enter", "⌘+Enter"), "Submit your explanation")]
+
+    def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
+        return {"written": posted.get("text", "")}
 
     def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
         return {"text": (data.get("text") or "").strip()}

@@ -3,6 +3,7 @@
 Value: ``{"rating": <int>}`` with the rating one of the configured points.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,6 +22,8 @@ class OrdinalScale(TaskType):
     level = Level.ORDINAL
     template = "annotation/task_types/ordinal.html"
     default_config = FUNNINESS_0_3
+    question = "How funny is this?"
+    gold_field = "rating"
 
     def check_config(self, config: dict[str, Any]) -> None:
         points, labels = config.get("points"), config.get("labels")
@@ -62,3 +65,6 @@ class OrdinalScale(TaskType):
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
         return float(value["rating"])
+
+    def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:
+        return [(float(p), f"{p} {label}") for p, label in zip(config["points"], config["labels"], strict=True)]

@@ -9,7 +9,15 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from .base import Level, TaskType, require_dict
+from .base import Level, Shortcut, TaskType, require_dict
+
+
+def _posted_count(posted: Any, field: str) -> int:
+    """A vote count the rater posted, kept when the form comes back with an error."""
+    try:
+        return max(0, int(posted.get(field, 0) or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 class VoteAllocation(TaskType):
@@ -20,6 +28,20 @@ class VoteAllocation(TaskType):
     candidates = (2, None)
     shuffle_candidates = True
     default_config = {"max_votes": 3, "allow_repeat": True}
+    question = "Give your votes to the funniest responses"
+    public_leaderboard = True
+    gold_field = "votes"
+
+    def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
+        return [
+            Shortcut(("1", "9"), "Give a vote to the response with that number", joiner="to"),
+            Shortcut(("Shift+1", "Shift+9"), "Take a vote back from that response", joiner="to"),
+            Shortcut(("Enter",), "Submit your votes"),
+        ]
+
+    def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
+        rows = [(c, _posted_count(posted, f"votes_{c.position}")) for c in item.candidates]
+        return {"vote_rows": rows, "votes_left": max(0, config["max_votes"] - sum(n for _c, n in rows))}
 
     def check_config(self, config: dict[str, Any]) -> None:
         k = config.get("max_votes")

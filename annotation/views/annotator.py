@@ -32,8 +32,7 @@ from ..services.enrollment import (
     invitation_accept,
 )
 from ..services.judgments import judgment_submit, value_from_form
-from ..task_types import TIE, TaskType, get_task_type
-from ..task_types.free_text import split_headline
+from ..task_types import Shortcut, TaskType, get_task_type
 
 SESSION_KEY = "funnybone_enrollments"
 ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
@@ -42,15 +41,6 @@ LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # Reasons next_assignment gives that mean the rater is finished for good.
 FINISHED = {"exhausted", "cap_reached", "ended"}
 LEADERBOARD_PROMPTS_SHOWN = 50
-PAIRWISE_LETTERS = {"0": "a", "1": "b", TIE: "t"}
-QUESTIONS = {
-    "pairwise": "Which one is funnier?",
-    "ordinal": "How funny is this?",
-    "binary": "Which label fits?",
-    "vote_allocation": "Give your votes to the funniest responses",
-    "micro_edit": "Replace the marked word to make the headline funny",
-    "explanation": "Explain the joke",
-}
 
 
 # -- helpers: the rater in this session ------------------------------------------
@@ -135,7 +125,7 @@ def _unavailable(request: HttpRequest, study: Study) -> HttpResponse:
 
 
 def _leaderboard_url(study: Study) -> str:
-    if study.task_type == "vote_allocation" and study.state == Study.State.CLOSED:
+    if get_task_type(study.task_type).public_leaderboard and study.state == Study.State.CLOSED:
         return reverse("annotator:leaderboard", args=[study.entry_token])
     return ""
 
@@ -153,45 +143,13 @@ class Button:
     alt_key: str = ""
 
 
-@dataclass(frozen=True)
-class Shortcut:
-    keys: tuple[str, ...]
-    action: str
-    joiner: str = "or"
-
-
 def _buttons(task_type: TaskType, config: dict[str, Any]) -> list[Button]:
-    letters = PAIRWISE_LETTERS if task_type.name == "pairwise" else {}
-    return [Button(o.value, o.label, o.shortcut, letters.get(o.value, "")) for o in task_type.options(config)]
+    return [Button(o.value, o.label, o.shortcut, o.alt_shortcut) for o in task_type.options(config)]
 
 
 def shortcuts(task_type: TaskType, config: dict[str, Any]) -> list[Shortcut]:
-    """The keyboard shortcuts listed on the instructions page."""
-    name = task_type.name
-    if name == "pairwise":
-        return [Shortcut((b.key, b.alt_key.upper()), f"Choose “{b.label}”") for b in _buttons(task_type, config)]
-    if name in ("ordinal", "binary"):
-        return [Shortcut((b.key,), f"Choose “{b.label}”") for b in _buttons(task_type, config)]
-    if name == "pick_one":
-        return [Shortcut(("1", "9"), "Choose the option with that number", joiner="to")]
-    if name == "vote_allocation":
-        return [
-            Shortcut(("1", "9"), "Give a vote to the response with that number", joiner="to"),
-            Shortcut(("Shift+1", "Shift+9"), "Take a vote back from that response", joiner="to"),
-            Shortcut(("Enter",), "Submit your votes"),
-        ]
-    if name == "micro_edit":
-        return [Shortcut(("Enter",), "Submit your word")]
-    if name == "explanation":
-        return [Shortcut(("Ctrl+Enter", "⌘+Enter"), "Submit your explanation")]
-    return []
-
-
-def _posted_int(posted: Any, field: str) -> int:
-    try:
-        return max(0, int(posted.get(field, 0) or 0))
-    except (TypeError, ValueError):
-        return 0
+    """The keyboard shortcuts listed on the instructions page (each task type says its own)."""
+    return task_type.shortcuts(config)
 
 
 def _item_context(
@@ -213,7 +171,7 @@ def _item_context(
         "item": item,
         "task": task_type.name,
         "task_template": task_type.template,
-        "question": config.get("question") or QUESTIONS.get(task_type.name, "Your answer"),
+        "question": config.get("question") or task_type.question,
         "buttons": _buttons(task_type, config),
         "config": config,
         "progress": annotator_progress(enrollment=enrollment),
@@ -222,17 +180,7 @@ def _item_context(
         "notice": notice,
         "item_url": reverse("annotator:item", args=[study.entry_token]),
     }
-    if task_type.name == "pairwise":
-        first, second, _tie = config["labels"]
-        context["sides"] = list(zip((first, second), item.candidates, strict=False))
-    elif task_type.name == "vote_allocation":
-        context["vote_rows"] = [(c, _posted_int(posted, f"votes_{c.position}")) for c in item.candidates]
-        context["votes_left"] = max(0, config["max_votes"] - sum(n for _c, n in context["vote_rows"]))
-    elif task_type.name == "micro_edit":
-        context["headline"] = split_headline(item.text)
-        context["replacement"] = posted.get("replacement", "")
-    elif task_type.name == "explanation":
-        context["written"] = posted.get("text", "")
+    context.update(task_type.form_context(item=item, config=config, posted=posted))
     return context
 
 
@@ -408,9 +356,9 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
 
 @require_GET
 def leaderboard(request: HttpRequest, entry_token: str) -> HttpResponse:
-    study = get_object_or_404(
-        Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token, task_type="vote_allocation"
-    )
+    study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    if not get_task_type(study.task_type).public_leaderboard:
+        raise Http404("This study has no leaderboard.")
     # Totals stay hidden while voting is open so they cannot sway anyone's votes.
     context: dict = {"study": study, "boards": None, "language": _language(study)}
     if not study.is_open:

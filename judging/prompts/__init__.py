@@ -1,11 +1,10 @@
 """Prompt templates: the built-in ones, rendering, and the answer schemas."""
 
-from .builtin import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, BuiltinTemplate, builtin
+from .builtin import BUILTIN_TEMPLATES, BuiltinTemplate, builtin
 from .render import CandidateView, build_context, check_template, default_schema, render_messages
 
 __all__ = [
     "BUILTIN_TEMPLATES",
-    "DEFAULT_TEMPLATE",
     "BuiltinTemplate",
     "CandidateView",
     "build_context",

@@ -1,7 +1,8 @@
 """The prompt templates Funnybone ships, one or more per task type.
 
 Written for this project in its own words, following the study designs in
-PROTOCOLS.md. Researchers edit them (each edit is a new version) or paste a
+PROTOCOLS.md. Each task type's judging side (judging/task_types/) names the one
+a judge uses by default. Researchers edit them (each edit is a new version) or paste a
 published prompt in their place. Templates use Django's template language with
 autoescaping off; the variables are listed in ``judging.prompts.render``.
 """
@@ -211,6 +212,23 @@ Explain in a few sentences what makes this funny: the setup, the twist and anyth
 a JSON object {"text": "<your explanation>"}.""",
 )
 
+BEST_WORST = BuiltinTemplate(
+    name="best-worst",
+    task_type="best_worst",
+    description="Mark the funniest and the least funny of four numbered jokes (best–worst scaling).",
+    system=(
+        "You judge joke-writing contests. The order the jokes are listed in tells you nothing, and length is "
+        "not a virtue in itself. You always answer with one JSON object."
+    ),
+    user="""{% if prompt %}Prompt: {{ prompt }}
+{% endif %}{% for c in candidates %}
+Joke {{ c.number }}: {{ c.text }}{% endfor %}
+
+Which joke would get the biggest laugh from a general adult audience, and which the smallest? They must be \
+two different jokes. Reply with a JSON object {"best": <the number of the funniest joke, 1 to {{ n }}>, \
+"worst": <the number of the least funny joke, 1 to {{ n }}>}.""",
+)
+
 BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     PAIRWISE_CRITIC,
     EXPLANATION_PREFERENCE,
@@ -222,18 +240,8 @@ BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     VOTE_ALLOCATION,
     MICRO_EDIT,
     EXPLAIN_JOKE,
+    BEST_WORST,
 )
-
-# The template a judge uses for a task type unless it names another.
-DEFAULT_TEMPLATE = {
-    "pairwise": PAIRWISE_CRITIC.name,
-    "ordinal": FUNNINESS_DIGIT.name,
-    "pick_one": PICK_FUNNIEST.name,
-    "binary": FUNNY_OR_NOT.name,
-    "vote_allocation": VOTE_ALLOCATION.name,
-    "micro_edit": MICRO_EDIT.name,
-    "explanation": EXPLAIN_JOKE.name,
-}
 
 
 def builtin(name: str) -> BuiltinTemplate | None:

@@ -25,8 +25,9 @@ from django.core.exceptions import ValidationError
 from django.template import Context, Template, TemplateSyntaxError
 
 from annotation.models import Item
-from annotation.task_types.free_text import split_headline
 
+# The package, not its names: judging.task_types imports the built-in templates beside this module.
+from .. import task_types
 from .builtin import DELIVERY_FEATURES, FAILURE_FEATURES, HUMOR_MECHANISMS
 from .sandbox import PromptEngine, PromptRenderError, limited, max_chars, too_long
 
@@ -78,7 +79,6 @@ def build_context(
         }
         for i, c in enumerate(candidates)
     ]
-    before, token, after = split_headline(item.text) if task_type == "micro_edit" else (item.text, "", "")
     scale = [
         {"point": p, "label": label}
         for p, label in zip(config.get("points", []), config.get("labels", []), strict=False)
@@ -99,11 +99,11 @@ def build_context(
         "label_values": ", ".join(o["value"] for o in options),
         "question": config.get("question", ""),
         "max_votes": config.get("max_votes", ""),
-        "headline": f"{before}[{token}]{after}" if token else item.text,
-        "token": token,
         "mechanisms": ", ".join(HUMOR_MECHANISMS),
         "delivery": ", ".join(DELIVERY_FEATURES),
         "failures": ", ".join(FAILURE_FEATURES),
+        # Variables whose value depends on the task type (headline, token), from its judging side.
+        **task_types.judging_type(task_type).prompt_variables(item=item, config=config),
     }
 
 
@@ -188,45 +188,6 @@ def check_template(*, system: str, user: str, task_type: str | None) -> None:
             )
 
 
-def _features(vocabulary: tuple[str, ...]) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string", "enum": list(vocabulary)}, "minItems": 1, "maxItems": 3}
-
-
 def default_schema(*, task_type: str, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
     """The JSON schema an answer of this task type must follow (None: free text)."""
-    if task_type == "pairwise":
-        decisions = ["A", "B", "TIE"] if config.get("allow_tie", True) else ["A", "B"]
-        return _object(
-            {
-                "reasoning": {"type": "string"},
-                "decision": {"type": "string", "enum": decisions},
-                "humor_mechanisms": _features(HUMOR_MECHANISMS),
-                "delivery_features": _features(DELIVERY_FEATURES),
-                "failure_features": _features(FAILURE_FEATURES),
-            },
-            ["reasoning", "decision", "humor_mechanisms", "delivery_features", "failure_features"],
-        )
-    if task_type == "ordinal":
-        return _object({"rating": {"type": "integer", "enum": list(config.get("points", []))}}, ["rating"])
-    if task_type == "binary":
-        values = [str(o["value"]) for o in config.get("options", [])]
-        return _object({"reasoning": {"type": "string"}, "label": {"type": "string", "enum": values}}, ["label"])
-    if task_type == "pick_one":
-        return _object({"choice": {"type": "integer", "minimum": 1, "maximum": n_candidates}}, ["choice"])
-    if task_type == "vote_allocation":
-        votes = {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1, "maximum": n_candidates},
-            "minItems": 1,
-            "maxItems": int(config.get("max_votes", 3)),
-        }
-        return _object({"votes": votes}, ["votes"])
-    if task_type == "micro_edit":
-        return _object({"replacement": {"type": "string"}}, ["replacement"])
-    if task_type == "explanation":
-        return _object({"text": {"type": "string"}}, ["text"])
-    return None
-
-
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+    return task_types.judging_type(task_type).output_schema(config=config, n_candidates=n_candidates)

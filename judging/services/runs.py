@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotation.models import Assignment, Item, Judgment, Study
 from annotation.services.assignment import assignment_for_judge
+from annotation.task_types import Level, get_task_type
 
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
@@ -54,7 +55,7 @@ def run_create(
     if not 1 <= trials <= SWAPPED_TRIAL_OFFSET - 1:
         raise ValidationError("Trials must be at least 1.")
     both_orders = judge.both_orders if both_orders is None else both_orders
-    if both_orders and study.task_type != "pairwise":
+    if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
     template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
     item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))

@@ -20,7 +20,8 @@ from annotation.access import owned_by, readable_by
 from annotation.task_types import TASK_TYPES
 
 from ..models import JudgeConfig, PromptTemplate
-from ..prompts import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, builtin, check_template
+from ..prompts import BUILTIN_TEMPLATES, builtin, check_template
+from ..task_types import default_template_name
 
 
 def _shared() -> QuerySet[PromptTemplate]:
@@ -70,7 +71,7 @@ def template_resolve(*, owner: AbstractBaseUser | None, name: str, version: int 
 
 def builtin_default(task_type: str) -> PromptTemplate:
     """The built-in template a judge uses for a task type it has no template pinned for."""
-    name = DEFAULT_TEMPLATE.get(task_type)
+    name = default_template_name(task_type)
     template = _shared_latest(name) if name else None
     if template is None:
         raise ValidationError(f"No prompt template for task type {task_type!r}.")

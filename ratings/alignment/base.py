@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from annotation.task_types import Level, TaskType
+
 from ..selectors import (
     RaterInfo,
 )
@@ -29,7 +31,39 @@ REFERENCES: dict[str, str] = {
     "crowd": "Crowdworkers only",
     "selected": "Chosen human raters",
 }
-FAMILIES = {"ordinal": "ordinal", "binary": "binary", "pick_one": "pick_one", "pairwise": "pairwise"}
+
+
+class Family:
+    """Which tables an alignment report has, read from the task type's statistics family.
+
+    The values are what stored reports carry in ``family`` (so older reports still display).
+    """
+
+    ORDINAL = "ordinal"  # a scale: quadratic kappa against the median consensus
+    BINARY = "binary"  # two labels, one positive: accuracy, MCC, FPR, FNR
+    CHOICE = "pick_one"  # one of the candidates: accuracy against gold and the majority
+    PAIRWISE = "pairwise"  # first / tie / second: agreement, position consistency, rankings
+
+    ALL = (ORDINAL, BINARY, CHOICE, PAIRWISE)
+
+
+def family_of(task_type: TaskType) -> str | None:
+    """The alignment family of a task type; None when its values are not one answer per item."""
+    if task_type.level == Level.ORDINAL:
+        return Family.ORDINAL
+    if task_type.level == Level.PAIRWISE:
+        return Family.PAIRWISE
+    if task_type.level == Level.NOMINAL:
+        return Family.BINARY if task_type.dichotomous else Family.CHOICE
+    return None
+
+
+def family_flags(family: str | None) -> dict[str, bool]:
+    """``is_ordinal``, ``is_binary``, ``is_choice``, ``is_pairwise`` for the report templates."""
+    names = {Family.ORDINAL: "ordinal", Family.BINARY: "binary", Family.CHOICE: "choice", Family.PAIRWISE: "pairwise"}
+    return {f"is_{name}": family == value for value, name in names.items()}
+
+
 MISSING_REASONS = ("unparseable", "failed", "not_judged")
 NOT_SET = "(not set)"
 #: Breakdown groups shown at most; the rest are named in a warning.

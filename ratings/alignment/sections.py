@@ -23,6 +23,7 @@ from ..stats import (
 from .base import (
     BT_RESAMPLES,
     Block,
+    Family,
     bootstrap_interval,
     finite,
     judge_head,
@@ -287,11 +288,11 @@ def pick_one_section(block: Block, codes: Sequence[float]) -> dict[str, Any]:
 
 
 def section(block: Block, family: str, codes: np.ndarray, *, n_resamples: int, seed: int) -> dict[str, Any]:
-    if family == "ordinal":
+    if family == Family.ORDINAL:
         return ordinal_section(block, codes, n_resamples=n_resamples, seed=seed)
-    if family == "binary":
+    if family == Family.BINARY:
         return label_section(block, codes, binary=True)
-    if family == "pick_one":
+    if family == Family.CHOICE:
         return pick_one_section(block, codes)
     return pairwise_section(block)
 
@@ -299,11 +300,11 @@ def section(block: Block, family: str, codes: np.ndarray, *, n_resamples: int, s
 def primary_metric(family: str, judge_row: dict[str, Any]) -> float | None:
     """The figure judges are ranked by: kappa (ordinal), accuracy against the majority (binary),
     agreement with ties (pairwise), accuracy against gold, else the majority (pick one)."""
-    if family == "ordinal":
+    if family == Family.ORDINAL:
         return (judge_row.get("kappa") or {}).get("estimate")
-    if family == "binary":
+    if family == Family.BINARY:
         return judge_row["vs_majority"]["accuracy"]
-    if family == "pairwise":
+    if family == Family.PAIRWISE:
         return judge_row["with_ties"]["value"]
     if judge_row["vs_gold"]["n"]:
         return judge_row["vs_gold"]["accuracy"]

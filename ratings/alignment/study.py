@@ -24,14 +24,15 @@ from ..stats import (
 )
 from .base import (
     BREAKDOWN_RESAMPLES,
-    FAMILIES,
     MAX_GROUPS,
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
     Block,
+    Family,
     JudgeColumn,
     Progress,
+    family_of,
     finite,
     majority_labels,
     metadata_groups,
@@ -44,8 +45,9 @@ from .sections import bt_ranking, primary_metric, section
 
 def task_family(study: Study) -> str:
     task_type = get_task_type(study.task_type)
-    if task_type.name in FAMILIES:
-        return FAMILIES[task_type.name]
+    family = family_of(task_type)
+    if family is not None:
+        return family
     raise AlignmentUnavailable(f"{task_type.title} studies have no alignment report (no single answer per item)")
 
 
@@ -206,7 +208,7 @@ MAX_PLOT_RATERS = 40
 def _plot_data(family: str, block: Block, codes: np.ndarray, scale_names: list[str], study: Study, judges) -> dict:
     """The arrays behind the report's figures, stored with it so plots never recompute statistics."""
     data: dict[str, Any] = {"scale": [float(c) for c in codes], "scale_names": scale_names}
-    if family == "ordinal":
+    if family == Family.ORDINAL:
         # A box per rater and a rater × rater heatmap stay readable (and cheap) for a panel, not a crowd:
         # beyond MAX_PLOT_RATERS columns the reference raters with the most ratings are kept.
         keep = np.argsort(-(~np.isnan(block.reference)).sum(axis=0), kind="stable")
@@ -222,7 +224,7 @@ def _plot_data(family: str, block: Block, codes: np.ndarray, scale_names: list[s
         data["counts"] = [[int(np.sum(everyone[:, c] == code)) for code in codes] for c in range(everyone.shape[1])]
         data["spearman"] = [[finite(x) for x in row] for row in spearman_matrix(everyone)] if labels else []
         truth = ordinal_consensus(block.reference, codes)
-    elif family == "pairwise":
+    elif family == Family.PAIRWISE:
         truth = majority_labels(block.reference, [0.0, 0.5, 1.0])
         data["rankings"] = {
             "reference": block.extras["rankings"].get("reference"),
@@ -231,7 +233,7 @@ def _plot_data(family: str, block: Block, codes: np.ndarray, scale_names: list[s
         data["features"] = {str(k): v for k, v in feature_tallies(study, judges).items()}
     else:
         truth = majority_labels(block.reference, codes)
-    if family != "pick_one":
+    if family != Family.CHOICE:
         data["confusion"] = {str(j.info.id): _confusion(truth, j.values, codes) for j in block.judges}
     return data
 
@@ -291,7 +293,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         raise AlignmentUnavailable("this study has no LLM or baseline judge to compare")
     has_reference = bool(reference.raters)
     if not has_reference:
-        if family != "pairwise":
+        if family != Family.PAIRWISE:
             raise AlignmentUnavailable("the chosen human reference has no judgments in this study")
         warnings.append(
             "the chosen human reference has no judgments here: only the judges' own rankings and features are shown"
@@ -307,7 +309,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         gold=_gold_codes(study, item_ids, golds),
         item_ids=item_ids,
     )
-    if family == "pairwise":
+    if family == Family.PAIRWISE:
         step(0.35, "fitting Bradley–Terry rankings")
         block.extras["rankings"] = _rankings(study, params, judges)
         block.extras["consistency"] = _consistency_groups(study, judges)

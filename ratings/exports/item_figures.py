@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from annotation.task_types import TIE, Level
+from annotation.task_types import PICK_BEST, PICK_WORST, TIE, Level
 from ratings.stats.aggregation import majority_vote
 from ratings.stats.agreement import item_summary
 
@@ -173,7 +173,7 @@ class LabelFigures(ItemFigures):
     def __init__(self, data: StudyData):
         super().__init__(data)
         self.pairwise = data.level == Level.PAIRWISE
-        self.binary = data.task_type.name == "binary"
+        self.binary = data.task_type.dichotomous
         self.columns = ["Ratings (n)", "Consensus (majority)", "Exact agreement % (majority share)", "All raters agree"]
         if self.binary:
             positive = data.config.get("positive")
@@ -281,6 +281,56 @@ class VoteFigures(ItemFigures):
         )
 
 
+class BestWorstFigures(ItemFigures):
+    columns = [
+        "Ratings (n)",
+        "Top candidate",
+        "Its best–worst score",
+        "Best–worst score per candidate",
+        "Top candidate text",
+        "Top candidate provenance",
+    ]
+    sort_note = (
+        "Sorted by the top candidate's best–worst score (times chosen best − times chosen worst, over the "
+        "item's judgments), descending, then the listed position."
+    )
+
+    def add(self, item_id: int, values: list[Any]) -> None:
+        position = self._next_position()
+        keys = self.data.candidate_keys.get(item_id, [])
+        net: Counter = Counter(dict.fromkeys(keys, 0))
+        n = 0
+        for value in values:
+            try:
+                picks = self.data.task_type.picks(value)
+                best, worst = picks[PICK_BEST], picks[PICK_WORST]
+            except (KeyError, TypeError):
+                continue
+            n += 1
+            net[str(best)] += 1
+            net[str(worst)] -= 1
+        if not n:
+            self.rows.append(((1, 0.0, position), item_id, 0, *([None] * 5)))
+            return
+        scores = {key: count / n for key, count in sorted(net.items())}
+        top = max(scores.values())
+        leaders = sorted(key for key, score in scores.items() if score == top)
+        key = leaders[0] if len(leaders) == 1 else None
+        label = key if key is not None else "undecided: " + " / ".join(leaders)
+        self.rows.append(
+            (
+                (0, -top, position),
+                item_id,
+                n,
+                label,
+                round(top, 4),
+                {k: round(v, 4) for k, v in scores.items()},
+                CandidateRef(item_id, key) if key else None,
+                self.data.candidate_provenance.get((item_id, key)) if key else None,
+            )
+        )
+
+
 class TextFigures(ItemFigures):
     columns = ["Answers (n)"]
     sort_note = (
@@ -296,6 +346,8 @@ def figures_for(data: StudyData) -> ItemFigures:
         return ScaleFigures(data)
     if data.level == Level.COUNTS:
         return VoteFigures(data)
+    if data.level == Level.BEST_WORST:
+        return BestWorstFigures(data)
     if data.level == Level.TEXT:
         return TextFigures(data)
     return LabelFigures(data)

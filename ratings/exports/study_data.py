@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Q
 
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
-from annotation.task_types import TIE, Level, TaskType, get_task_type
+from annotation.task_types import Level, TaskType, get_task_type
 
 CHUNK = 5000
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
@@ -91,34 +91,15 @@ class StudyData:
             return None
 
     def label(self, value: Any) -> Any:
-        return value_label(self.task_type, value)
+        return self.task_type.value_label(value)
 
     def chosen_keys(self, value: Any) -> list[str]:
         """Candidate keys a value picks (none for a tie or a task type without candidates)."""
-        if not isinstance(value, dict):
-            return []
-        if "choice" in value:
-            return [] if value["choice"] == TIE else [str(value["choice"])]
-        if isinstance(value.get("votes"), dict):
-            return sorted(str(k) for k in value["votes"])
-        return []
+        return self.task_type.chosen_keys(value)
 
     def scale_points(self) -> list[float]:
         points = self.config.get("points")
         return [float(p) for p in points] if isinstance(points, list) else []
-
-
-def value_label(task_type: TaskType, value: Any) -> Any:
-    """A judgment value as one readable cell: a rating, a label, a candidate key, votes or text."""
-    if not isinstance(value, dict):
-        return value
-    for key in ("rating", "label", "choice", "replacement", "text"):
-        if key in value:
-            return value[key]
-    votes = value.get("votes")
-    if isinstance(votes, dict):
-        return ", ".join(f"{k}×{n}" for k, n in sorted(votes.items()))
-    return value
 
 
 def load_study(study: Study, *, rater_subset: Iterable[int] = ()) -> StudyData:

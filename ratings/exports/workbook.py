@@ -24,7 +24,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from annotation.models import Candidate, Item, Study
-from annotation.task_types import Level
+from annotation.task_types import MATRIX_LEVELS, Level
 
 from .item_figures import CandidateRef, figures_for
 from .judge_sheets import Matches, write_llm_judgments, write_rankings
@@ -125,12 +125,16 @@ def _human_pass(data: StudyData, sheet, counter: _Counter) -> _PassResult:
     column_of = {pk: i for i, pk in enumerate(included)}
     figures = figures_for(data)
     per_rater: dict[int, Counter] = {r.pk: Counter() for r in humans}
-    text_level = data.level in (Level.TEXT, Level.COUNTS)
+    # Written answers, votes and best–worst picks have no single number per judgment.
+    text_level = data.level not in MATRIX_LEVELS
 
     matrix = None
     matrix_note = ""
     if text_level:
-        matrix_note = "Agreement statistics need ratings or labels; this task type collects written answers or votes."
+        matrix_note = (
+            "Agreement statistics need ratings or labels; this task type collects "
+            f"{data.task_type.title.lower()} answers (see the study's analysis page)."
+        )
     elif len(included) < 2:
         matrix_note = "Agreement needs at least two included human raters."
     elif len(data.item_ids) * len(included) > MAX_MATRIX_CELLS:
@@ -215,7 +219,7 @@ def _write_rater_stats(data: StudyData, sheet, per_rater: dict[int, Counter]) ->
     if not humans:
         sheet.append(xlsx_row(sheet, ["No human raters have judged this study yet."]))
         return
-    numeric = data.level not in (Level.TEXT, Level.COUNTS)
+    numeric = data.level in MATRIX_LEVELS
     points: list[float] = []
     if numeric:
         seen = {k for counts in per_rater.values() for k in counts if k is not None}
@@ -242,11 +246,7 @@ def _point_name(point: float) -> Any:
 
 
 def _coding_note(data: StudyData) -> str:
-    if data.level == Level.PAIRWISE:
-        return "Coding: 1 = the item's first candidate chosen, 0 = the second, 0.5 = a tie."
-    if data.task_type.name == "binary":
-        return f"Coding: 1 = {data.config.get('positive')}, 0 = the other label."
-    return "Coding: the chosen candidate's listed position (0 = first)."
+    return data.task_type.coding_note(data.config)
 
 
 def _describe(counts: Counter) -> list[float | None]:

@@ -29,6 +29,7 @@ from .agreement import (
     percentage_agreement,
 )
 from .alpha import krippendorff_alpha, krippendorff_alpha_all_levels, krippendorff_alpha_bootstrap
+from .best_worst import BestWorstScores, best_worst_scores
 from .bradley_terry import (
     BTBootstrapResult,
     BTResult,
@@ -92,6 +93,7 @@ __all__ = [
     "AgreementSummary",
     "BTBootstrapResult",
     "BTResult",
+    "BestWorstScores",
     "BinError",
     "BinaryScores",
     "BootstrapResult",
@@ -113,6 +115,7 @@ __all__ = [
     "adjacent_agreement",
     "agreement_summary",
     "as_matches",
+    "best_worst_scores",
     "binary_scores",
     "bradley_terry",
     "bradley_terry_bootstrap",

@@ -15,6 +15,8 @@
   function isTyping(element) {
     if (!element || !element.tagName) return false;
     var tag = element.tagName.toLowerCase();
+    // A focused radio button is a choice, not a text field: its keys stay shortcuts.
+    if (tag === "input" && (element.type === "radio" || element.type === "checkbox")) return false;
     return tag === "input" || tag === "textarea" || tag === "select" || element.isContentEditable;
   }
 
@@ -113,6 +115,34 @@
     return true;
   }
 
+  // -- best-worst: 1-4 mark the funniest, Shift+1-4 the least funny, Enter submits --------
+
+  function bestWorstFieldset(form) {
+    return form.querySelector("fieldset[data-best-worst]");
+  }
+
+  function handleBestWorstKeys(event, form) {
+    var fieldset = bestWorstFieldset(form);
+    if (!fieldset) return false;
+    if (event.key === "Enter") {
+      var target = event.target;
+      if (target && target.tagName && target.tagName.toLowerCase() === "button") return false;
+      submit(form, form.querySelector("button[data-submit]"));
+      return true;
+    }
+    var digit = digitOf(event);
+    if (digit === null) return false;
+    var role = event.shiftKey ? "worst" : "best";
+    var other = event.shiftKey ? "best" : "worst";
+    var input = fieldset.querySelector('input[name="' + role + '"][data-key="' + digit + '"]');
+    if (!input || input.matches(":disabled")) return !!input;
+    input.checked = true;
+    // One joke cannot be both: marking it for one role clears it from the other.
+    var clash = fieldset.querySelector('input[name="' + other + '"][data-key="' + digit + '"]');
+    if (clash && clash.checked) clash.checked = false;
+    return true;
+  }
+
   function handleButtonKeys(event, form) {
     if (event.shiftKey) return false;
     var key = (event.key || "").toLowerCase();
@@ -143,7 +173,11 @@
     // Typing is typing: a micro-edit's Enter submits its form natively.
     if (isTyping(target) || event.ctrlKey || event.metaKey) return;
 
-    var handled = form.dataset.task === "vote_allocation" ? handleVoteKeys(event, form) : handleButtonKeys(event, form);
+    // Each form says by its fieldset which keys it takes; plain answer buttons otherwise.
+    var handled;
+    if (voteFieldset(form)) handled = handleVoteKeys(event, form);
+    else if (bestWorstFieldset(form)) handled = handleBestWorstKeys(event, form);
+    else handled = handleButtonKeys(event, form);
     if (handled) event.preventDefault();
   });
 

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 
 from annotation.models import Judgment
 from judging.models import PromptTemplate
-from judging.prompts import BUILTIN_TEMPLATES, DEFAULT_TEMPLATE, builtin, check_template
+from judging.prompts import BUILTIN_TEMPLATES, builtin, check_template
 from judging.prompts.render import render_messages, sample_context
 from judging.services.runs import process_run, run_create
 from judging.services.templates import builtin_default, template_save
@@ -25,8 +25,12 @@ class TestBuiltinTemplates:
 
     def test_every_task_type_has_a_default(self):
         from annotation.task_types import TASK_TYPES
+        from judging.task_types import JUDGING_TYPES
 
-        assert set(DEFAULT_TEMPLATE) == set(TASK_TYPES)
+        assert set(JUDGING_TYPES) == set(TASK_TYPES)
+        for name, judging in JUDGING_TYPES.items():
+            default = builtin(judging.default_template)
+            assert default is not None and default.task_type == name
 
     def test_the_pairwise_critic_lists_the_closed_vocabularies(self):
         messages = render_messages(system="", user=BUILTIN_TEMPLATES[0].user, context=sample_context("pairwise"))

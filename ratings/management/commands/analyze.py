@@ -26,9 +26,11 @@ from ratings.services import (
 )
 from ratings.stats import DEFAULT_SEED, FORM_LABELS
 
-KINDS = ("ratings", "subset", "pairwise", "alignment")
+# "pairwise" analyses a table of matches; it is the command's word, not a study's task type.
+MATCHES = "pairwise"
+KINDS = ("ratings", "subset", MATCHES, "alignment")
 #: Bootstrap resamples when --bootstrap is not given: 100 for BT as HumorRank does, more for a kappa CI.
-DEFAULT_RESAMPLES = {"pairwise": 100, "alignment": 1000}
+DEFAULT_RESAMPLES = {MATCHES: 100, "alignment": 1000}
 
 
 class Command(BaseCommand):
@@ -66,7 +68,7 @@ class Command(BaseCommand):
 
     def _report(self, kind: str, table: io.Table, labels: io.Labels | None, options: dict[str, Any]) -> dict:
         resamples = options["bootstrap"] if options["bootstrap"] is not None else DEFAULT_RESAMPLES.get(kind, 0)
-        if kind == "pairwise":
+        if kind == MATCHES:
             matches = io.pairwise_from_table(table)
             return pairwise_report(
                 matches.a,
@@ -172,7 +174,7 @@ def render_text(kind: str, report: dict[str, Any]) -> str:
         lines += [f"{b.ljust(width)}  |  {a.strip()}" for b, a in zip(before, after, strict=True)]
         lines.append(f"Spearman rho, all-rater mean vs subset mean per item: {_fmt(report['rho_all_vs_subset'])}")
         lines += _warning_lines(report["before"]) + _warning_lines(report["after"])
-    elif kind == "pairwise":
+    elif kind == MATCHES:
         width = max([len("contestant"), *(len(name) for name in report["ranking"])])
         lines = [f"{report['n_matches']} matches, {report['n_contestants']} contestants", ""]
         lines.append(f"  {'#':>3}  {'contestant'.ljust(width)}  {'BT rating [95% CI]':<28}  win rate  Stable Elo (sd)")
