@@ -1,4 +1,4 @@
-"""HumorRank scheduling: which contestants meet on which prompt. Plain Python, no Django.
+"""HumorRank scheduling: which contestants meet on which prompt. Plain Python and numpy, no Django.
 
 Contestants are indices 0…K−1; prompt p offers a candidate from each contestant
 in ``available[p]``. A match is (prompt, i, j).
@@ -19,7 +19,9 @@ in ``available[p]``. A match is (prompt, i, j).
   order is still in doubt; a contestant cut off from the rest (a cluster that
   only met itself) has large standard errors towards the others and is linked
   back. Equal z goes to the pair with fewer games, then to the pair higher in
-  the table. A pair never meets twice on the same prompt; each pairing uses the
+  the table. A round takes only pairs within one standard error of its most
+  doubtful pair, so a leftover far pair does not fill it with a foregone match
+  (rounds can be smaller than K / 2). A pair never meets twice on the same prompt; each pairing uses the
   prompt used least so far among those the pair has not met on, and shows the
   two contestants in a random order.
 
