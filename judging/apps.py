@@ -6,6 +6,11 @@ class JudgingConfig(AppConfig):
     verbose_name = "LLM judges"
 
     def ready(self) -> None:
+        from ratings.judge_comparison import register_price_source
+
+        from .selectors import judge_prices
         from .study_file import register
 
         register()
+        # ratings may not import judging; judging tells it where judges' prices are.
+        register_price_source(judge_prices)

@@ -144,7 +144,11 @@ class TournamentForm(forms.Form):
     name = forms.CharField(max_length=200)
     judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
     schedule = forms.ChoiceField(choices=Tournament.Schedule.choices)
-    budget = forms.IntegerField(min_value=1, required=False, help_text="Most matches; empty for all of them.")
+    budget = forms.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="Most judge calls (a both-orders judge spends two per match); empty for every match.",
+    )
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)

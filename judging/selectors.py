@@ -10,7 +10,17 @@ from django.utils import timezone
 
 from annotation.models import Judgment
 
-from .models import JudgeRun, JudgeUnit, UnitStatus
+from .models import JudgeConfig, JudgeRun, JudgeUnit, UnitStatus
+
+
+def judge_prices(rater_ids: list[int]) -> dict[int, tuple[float, float]]:
+    """Per judge rater: its configured (input, output) price per million tokens (for ratings' cost columns)."""
+    return {
+        rater_id: (inp, out)
+        for rater_id, inp, out in JudgeConfig.objects.filter(rater_id__in=rater_ids).values_list(
+            "rater_id", "input_cost_per_million", "output_cost_per_million"
+        )
+    }
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,18 @@ from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.models import Candidate, Study
 from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
+from ratings.leaderboards import judge_leaderboard
+from ratings.stats.leaderboard import PRINTED_COLUMNS, position_summary
 
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
-from .rankings import leaderboard
+from .rankings import standing_rows
 from .selectors import run_progress
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import run_cancel, run_create, run_resume
 from .services.templates import template_choices, template_save, template_versions
-from .services.tournaments import human_check_create, tournament_cancel, tournament_create, tournament_verdicts
+from .services.tournaments import human_check_create, tournament_cancel, tournament_create
 
 
 def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
@@ -271,13 +273,14 @@ def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tournament = get_owned_or_404(
         Tournament.objects.select_related("judge", "source_study", "match_study"), user=request.user, pk=pk
     )
-    verdicts = tournament_verdicts(tournament)
-    names = sorted({v.first for v in verdicts} | {v.second for v in verdicts})
-    standings, warnings = leaderboard(names, verdicts, seed=tournament.seed) if verdicts else ([], [])
+    board, verdicts = judge_leaderboard(study=tournament.match_study, rater_id=tournament.judge.rater_id)
     context = {
         "tournament": tournament,
-        "standings": standings,
-        "warnings": warnings,
+        "board": board,
+        "standings": standing_rows(board, verdicts) if board else [],
+        "warnings": board.warnings if board else [],
+        "position": position_summary(board.position) if board else "",
+        "columns": PRINTED_COLUMNS,
         "matches": tournament.match_study.items.count(),
         "verdicts": len(verdicts),
         "runs": tournament.runs.order_by("pk"),

@@ -16,11 +16,16 @@ and ``latency_ms``. A cost is the recorded one; when judging recorded none
 (or only zero while tokens were spent and the judge now has prices) it is
 the tokens × the judge's configured prices per million; with neither it is
 unknown (None) and the reason says why.
+
+Prices are configured on the judging side, which this app may not import
+(judging → ratings → annotation); the judging app registers where to read them
+with :func:`register_price_source` when it starts.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +34,6 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from annotation.models import Judgment, Rater, Study
-from judging.models import JudgeConfig
 
 from .alignment import Family, primary_metric
 
@@ -38,6 +42,16 @@ Z95 = 1.959963984540054
 
 COST_RECORDED = "recorded"
 COST_FROM_PRICES = "prices"
+
+#: Given rater ids, the configured (input, output) prices per million tokens of those that have them.
+PriceSource = Callable[[list[int]], dict[int, tuple[float, float]]]
+_PRICE_SOURCES: list[PriceSource] = []
+
+
+def register_price_source(source: PriceSource) -> None:
+    """Let an app that configures judges (judging) say what they cost; registering twice is harmless."""
+    if source not in _PRICE_SOURCES:
+        _PRICE_SOURCES.append(source)
 
 
 @dataclass(frozen=True)
@@ -161,12 +175,10 @@ def judge_usage(*, study: Study, judge_ids: list[int]) -> dict[int, Usage]:
 
 def _prices(judge_ids: list[int]) -> dict[int, tuple[float, float]]:
     """Configured (input, output) prices per million tokens of the judges that have a configuration."""
-    return {
-        rater_id: (inp, out)
-        for rater_id, inp, out in JudgeConfig.objects.filter(rater_id__in=judge_ids).values_list(
-            "rater_id", "input_cost_per_million", "output_cost_per_million"
-        )
-    }
+    prices: dict[int, tuple[float, float]] = {}
+    for source in _PRICE_SOURCES:
+        prices.update(source(judge_ids))
+    return prices
 
 
 def judge_cost(usage: Usage, prices: tuple[float, float] | None, kind: str) -> tuple[float | None, str, str]:

@@ -20,22 +20,25 @@ from annotation.models import Study
 
 from .selectors import BestWorstPicks, StudyMatrix, study_rating_matrix
 from .stats import (
+    DEFAULT_ORDERINGS,
+    DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     FORMS,
+    Leaderboard,
+    MatchVerdict,
     accuracy,
     adjacent_agreement,
     best_worst_scores,
     binary_scores,
-    bradley_terry_bootstrap,
     category_counts,
     cohen_kappa_bootstrap,
     exact_agreement,
     fleiss_kappa_from_matrix,
     icc,
-    intransitive_triads,
     kendall,
     krippendorff_alpha,
     krippendorff_alpha_all_levels,
+    leaderboard,
     mean_item_sd,
     mean_offdiagonal,
     percentage_agreement,
@@ -43,9 +46,6 @@ from .stats import (
     select_raters,
     spearman,
     spearman_matrix,
-    stable_elo,
-    win_matrix,
-    win_rates,
 )
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -207,54 +207,63 @@ def pairwise_report(
     b: Sequence[str],
     score: Sequence[float] | np.ndarray,
     *,
-    n_resamples: int = 100,
-    n_orderings: int = 5,
+    shown_first: Sequence[str | None] | None = None,
+    matches: Sequence[str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    n_orderings: int = DEFAULT_ORDERINGS,
     seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
-    """Bradley–Terry ratings with bootstrap CIs, Stable Elo, win rates and a ranking."""
-    a_arr = np.asarray(a, dtype=str)
-    b_arr = np.asarray(b, dtype=str)
-    s_arr = np.asarray(score, dtype=float)
-    if a_arr.size == 0:
+    """The leaderboard (:func:`ratings.stats.leaderboard`) of a match list as plain values.
+
+    ``shown_first`` (who was shown first per match) and ``matches`` (an id shared by
+    both orders of one comparison) add the position figures when given.
+    """
+    if len(a) == 0:
         raise AnalysisError("there are no pairwise judgments to analyse")
-    names, codes = np.unique(np.concatenate([a_arr, b_arr]), return_inverse=True)
-    if names.size < 2:
-        raise AnalysisError("pairwise analysis needs at least two contestants")
     if n_resamples < 2:
         raise AnalysisError("the bootstrap needs at least 2 resamples")
-    ia, ib = codes[: a_arr.size], codes[a_arr.size :]
-    k = names.size
-    bt = bradley_terry_bootstrap(
-        ia, ib, s_arr, n_contestants=k, names=names.tolist(), n_resamples=n_resamples, seed=seed
-    )
-    elo = stable_elo(ia, ib, s_arr, n_contestants=k, names=names.tolist(), n_orderings=n_orderings, seed=seed)
-    wins = win_matrix(ia, ib, s_arr, n_contestants=k)
-    rates = win_rates(wins)
-    games = (wins + wins.T).sum(axis=1)
-    order = sorted(range(k), key=lambda i: (-bt.ratings[i], names[i]))
-    ranking = [str(names[i]) for i in order]
-    triads = intransitive_triads(wins)
-    warnings = list(bt.warnings)
-    if triads.count:
-        warnings.append(f"{triads.count} intransitive triad(s) (A beats B beats C beats A) in the majority results")
+    n = len(a)
+    verdicts = [
+        MatchVerdict(
+            str(a[i]),
+            str(b[i]),
+            float(score[i]),
+            match=str(matches[i]) if matches is not None else "",
+            shown_first=shown_first[i] if shown_first is not None else None,
+        )
+        for i in range(n)
+    ]
+    try:
+        board = leaderboard(verdicts, n_resamples=n_resamples, n_orderings=n_orderings, seed=seed)
+    except ValueError as exc:
+        raise AnalysisError(f"pairwise analysis: {exc}") from None
+    return leaderboard_dict(board)
+
+
+def leaderboard_dict(board: Leaderboard) -> dict[str, Any]:
+    """A leaderboard as plain values, keyed by contestant in ranking order."""
+    rows = board.standings
+    position = board.position
     return {
-        "n_matches": int(a_arr.size),
-        "n_contestants": int(k),
-        "bradley_terry": {
-            str(names[i]): {
-                "rating": float(bt.ratings[i]),
-                "ci_low": float(bt.ci_low[i]),
-                "ci_high": float(bt.ci_high[i]),
-            }
-            for i in order
+        "n_matches": board.n_matches,
+        "n_contestants": len(board.names),
+        "bradley_terry": {s.name: {"rating": s.rating, "ci_low": s.ci_low, "ci_high": s.ci_high} for s in rows},
+        "stable_elo": {s.name: {"mean": s.elo_mean, "sd": s.elo_sd} for s in rows},
+        "win_rate": {s.name: s.win_rate for s in rows},
+        "games": {s.name: s.games for s in rows},
+        "ranking": board.ranking,
+        "intransitive_triads": board.intransitive_triads,
+        "position": {
+            "decisive_verdicts": position.n_decisive,
+            "first_shown_wins": position.first_wins,
+            "first_shown_rate": position.first_rate,
+            "binomial_p": position.p_value,
+            "judged_both_orders": position.n_both_orders,
+            "consistent": position.n_consistent,
+            "consistency": position.consistency,
         },
-        "stable_elo": {str(names[i]): {"mean": float(elo.mean[i]), "sd": float(elo.sd[i])} for i in order},
-        "win_rate": {str(names[i]): float(rates[i]) for i in order},
-        "games": {str(names[i]): float(games[i]) for i in order},
-        "ranking": ranking,
-        "intransitive_triads": triads.count,
-        "bootstrap": {"resamples": n_resamples, "seed": seed, "elo_orderings": n_orderings},
-        "warnings": warnings,
+        "bootstrap": {"resamples": board.n_resamples, "seed": board.seed, "elo_orderings": board.n_orderings},
+        "warnings": list(board.warnings),
     }
 
 

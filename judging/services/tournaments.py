@@ -7,6 +7,10 @@ contestants' candidates), judged by the tournament's judge through an
 ordinary judge run. Rounds are therefore resumable like any run: the task
 first finishes an unfinished round, then schedules the next from the verdicts
 stored so far, until the budget is spent.
+
+The budget counts judge calls, not matches: a judge that judges both orders
+(A/B and B/A) or several trials spends that many calls on each match, so the
+tournament schedules ``budget // calls_per_match`` matches.
 """
 
 import random
@@ -19,10 +23,11 @@ from django.utils import timezone
 from annotation.models import Item, Judgment, Study
 from annotation.protocols import humorrank, study_from_template
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
-from annotation.task_types import TIE
+from ratings.leaderboards import judge_verdicts
+from ratings.stats.leaderboard import MatchVerdict
 
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
-from ..rankings import Verdict, current_ratings
+from ..rankings import current_ratings
 from ..runner import unfinished
 from ..tournament import Schedule, round_robin, swiss_round
 from .runs import process_run, run_create
@@ -34,6 +39,18 @@ def _contestants(source: Study) -> tuple[list[str], list[Item]]:
     )
     names = sorted({c.key for item in prompts for c in item.candidates.all()})
     return names, prompts
+
+
+def calls_per_match(judge: JudgeConfig) -> int:
+    """Judge calls one match costs: one per trial, twice over when both orders are judged."""
+    return judge.trials * (2 if judge.both_orders else 1)
+
+
+def match_budget(tournament: Tournament) -> int | None:
+    """The most matches the tournament's call budget pays for (None: no budget)."""
+    if tournament.budget is None:
+        return None
+    return tournament.budget // calls_per_match(tournament.judge)
 
 
 def tournament_create(
@@ -52,8 +69,12 @@ def tournament_create(
     names, prompts = _contestants(source_study)
     if len(names) < 2 or not prompts:
         raise ValidationError("A tournament needs prompts with candidates from at least two contestants.")
-    if budget is not None and budget < 1:
-        raise ValidationError("The budget must be at least one match.")
+    cost = calls_per_match(judge)
+    if budget is not None and budget < cost:
+        raise ValidationError(
+            f"The budget counts judge calls, and one match costs {cost} with this judge (its trials, "
+            f"times two when it judges both orders): the budget must be at least {cost}."
+        )
     with transaction.atomic():
         match_study = study_create(
             owner=owner,
@@ -102,18 +123,10 @@ def tournament_cancel(*, tournament: Tournament) -> None:
         )
 
 
-def tournament_verdicts(tournament: Tournament) -> list[Verdict]:
-    """The judge's usable verdicts on the tournament's matches (unparseable and failed ones are left out)."""
-    rows = Judgment.objects.filter(
-        study=tournament.match_study, rater=tournament.judge.rater, status=Judgment.Status.OK
-    ).values_list("item__metadata", "value", "provenance")
-    verdicts = []
-    for metadata, value, provenance in rows:
-        first, second = metadata["contestants"]
-        choice = value["choice"]
-        score = 0.5 if choice == TIE else (1.0 if choice == first else 0.0)
-        verdicts.append(Verdict(first, second, score, (provenance or {}).get("features", {})))
-    return verdicts
+def tournament_verdicts(tournament: Tournament) -> list[MatchVerdict]:
+    """The judge's verdicts that count on the tournament's matches (``ratings.leaderboards``' rule)."""
+    rater_id = tournament.judge.rater_id
+    return judge_verdicts(study=tournament.match_study, rater_ids=[rater_id]).get(rater_id, [])
 
 
 def _schedule_state(tournament: Tournament, names: list[str], prompts: list[Item]) -> Schedule:
@@ -140,10 +153,10 @@ def _schedule_round(
 ) -> JudgeRun | None:
     schedule = _schedule_state(tournament, names, prompts)
     if tournament.schedule == Tournament.Schedule.ROUND_ROBIN:
-        matches = round_robin(schedule, budget=tournament.budget)
+        matches = round_robin(schedule, budget=match_budget(tournament))
     else:
         ratings = current_ratings(names, tournament_verdicts(tournament))
-        matches = swiss_round(schedule, ratings, rng=rng, budget=tournament.budget)
+        matches = swiss_round(schedule, ratings, rng=rng, budget=match_budget(tournament))
     if not matches:
         return None
     round_number = tournament.runs.count() + 1

@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 
 from ..stats import (
+    MatchVerdict,
     binary_scores,
-    bradley_terry_bootstrap,
     cohen_kappa,
     cohen_kappa_bootstrap,
     item_mean,
+    leaderboard,
     ranking_kendall_tau,
     spearman,
-    win_matrix,
     win_rate_matrix,
 )
 from .base import (
@@ -193,25 +193,26 @@ def consistency_of(verdicts: Iterable[dict[tuple, list[Any]]]) -> dict[str, Any]
 
 
 def bt_ranking(a: Sequence[str], b: Sequence[str], score: np.ndarray, *, seed: int) -> dict[str, Any] | None:
-    """Bradley–Terry ratings with bootstrap intervals and the win-rate matrix; None without two contestants."""
-    if len(a) == 0:
+    """Bradley–Terry ratings with bootstrap intervals and the win-rate matrix; None without two contestants.
+
+    The numbers are the shared leaderboard's (``ratings.stats.leaderboard``), in sorted name order.
+    """
+    if len(a) == 0 or len(set(a) | set(b)) < 2:
         return None
-    names, codes = np.unique(np.concatenate([np.asarray(a, dtype=str), np.asarray(b, dtype=str)]), return_inverse=True)
-    if names.size < 2:
-        return None
-    ia, ib = codes[: len(a)], codes[len(a) :]
-    fit = bradley_terry_bootstrap(
-        ia, ib, score, n_contestants=names.size, names=names.tolist(), n_resamples=BT_RESAMPLES, seed=seed
+    board = leaderboard(
+        [MatchVerdict(str(x), str(y), float(s)) for x, y, s in zip(a, b, score, strict=True)],
+        n_resamples=BT_RESAMPLES,
+        seed=seed,
     )
-    rates = win_rate_matrix(win_matrix(ia, ib, score, n_contestants=names.size))
+    rows = [board.standing(name) for name in board.names]
     return {
-        "names": names.tolist(),
-        "ratings": [float(x) for x in fit.ratings],
-        "ci_low": [float(x) for x in fit.ci_low],
-        "ci_high": [float(x) for x in fit.ci_high],
-        "win_rates": [[finite(x) for x in row] for row in rates],
-        "n_matches": len(a),
-        "warnings": list(fit.warnings),
+        "names": list(board.names),
+        "ratings": [r.rating for r in rows],
+        "ci_low": [r.ci_low for r in rows],
+        "ci_high": [r.ci_high for r in rows],
+        "win_rates": [[finite(x) for x in row] for row in win_rate_matrix(board.wins)],
+        "n_matches": board.n_matches,
+        "warnings": list(board.warnings),
     }
 
 

@@ -8,19 +8,17 @@ import math
 from array import array
 from typing import Any
 
-import numpy as np
 from openpyxl.styles import Font
 
 from annotation.models import Judgment
 from annotation.task_types import Level
-from ratings.stats.bradley_terry import bradley_terry_bootstrap
-from ratings.stats.pairwise import win_matrix, win_rates
+from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboard
+from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
 
 from .safe_cells import scrub_provenance, xlsx_row
 from .study_data import CHUNK, HUMAN_KINDS, StudyData
 
 BOLD = Font(bold=True)
-BOOTSTRAP_RESAMPLES = 100
 RAW_KEYS = ("raw_response", "raw", "response_text", "response")
 INPUT_TOKEN_KEYS = ("prompt_tokens", "input_tokens", "tokens_in")
 OUTPUT_TOKEN_KEYS = ("completion_tokens", "output_tokens", "tokens_out")
@@ -177,63 +175,57 @@ class Matches:
 
 
 def contestant(data: StudyData, item_id: int, key: str) -> str:
-    """Who a candidate stands for in a ranking: its generator when provenance names one, else its key."""
-    provenance = data.candidate_provenance.get((item_id, key), {})
-    for field in ("model", "generator", "source", "system"):
-        if provenance.get(field):
-            return str(provenance[field])
-    return key
+    """Who a candidate stands for in a ranking (``ratings.leaderboards.contestant_of``)."""
+    return contestant_of(key, data.candidate_provenance.get((item_id, key), {}))
 
 
-def _ranking_rows(matches: Matches) -> tuple[list[list[Any]], list[str]]:
+def _verdicts(matches: Matches) -> list[MatchVerdict]:
     names = sorted(matches.names, key=matches.names.get)
-    a, b, score = np.asarray(matches.a), np.asarray(matches.b), np.asarray(matches.score)
-    k = len(names)
-    fit = bradley_terry_bootstrap(a, b, score, n_contestants=k, names=names, n_resamples=BOOTSTRAP_RESAMPLES)
-    wins = win_matrix(a, b, score, n_contestants=k)
-    rates = win_rates(wins)
-    games = (wins + wins.T).sum(axis=1)
-    order = np.argsort(-fit.ratings, kind="stable")
-    rows = [
-        [
-            rank + 1,
-            names[i],
-            round(float(fit.ratings[i]), 1),
-            round(float(fit.ci_low[i]), 1),
-            round(float(fit.ci_high[i]), 1),
-            _figure(100 * rates[i]),
-            float(games[i]),
-        ]
-        for rank, i in enumerate(order)
+    return [
+        MatchVerdict(names[a], names[b], float(s)) for a, b, s in zip(matches.a, matches.b, matches.score, strict=True)
     ]
-    return rows, fit.warnings
+
+
+def _write_board(sheet, title: str, board: Leaderboard, *, first: bool) -> None:
+    if not first:
+        sheet.append([])
+    sheet.append(xlsx_row(sheet, [title], font=BOLD))
+    sheet.append(xlsx_row(sheet, list(PRINTED_COLUMNS), font=BOLD))
+    for standing in board.standings:
+        sheet.append(xlsx_row(sheet, printed_row(standing)))
+    sheet.append(
+        xlsx_row(
+            sheet,
+            [
+                f"Note: 95% percentile intervals from {board.n_resamples} bootstrap resamples; Stable Elo over "
+                f"{board.n_orderings} replays; seed {board.seed}."
+            ],
+        )
+    )
+    sheet.append(xlsx_row(sheet, [f"Note: {position_summary(board.position)}"]))
+    for note in board.warnings:
+        sheet.append(xlsx_row(sheet, [f"Note: {note}"]))
 
 
 def write_rankings(data: StudyData, sheet, human: Matches | None, judges: dict[int, Matches]) -> None:
+    """One leaderboard for the people and one per judge, as ``ratings.leaderboards`` computes them."""
     if data.level != Level.PAIRWISE:
         _note(sheet, f"Rankings apply to pairwise studies; this study collects {data.task_type.title.lower()}.")
         return
-    blocks = [("Human raters" + (" (selected subset)" if data.subset else " (included)"), human)]
-    blocks += [(f"LLM judge {data.raters[pk].label}", m) for pk, m in judges.items()]
+    boards: list[tuple[str, Leaderboard | None]] = []
+    if human is not None and len(human.names) >= 2 and len(human.a):
+        title = "Human raters" + (" (selected subset)" if data.subset else " (included)")
+        boards.append((title, study_leaderboard(study=data.study, verdicts=_verdicts(human))))
+    # Judges' verdicts by the same rule as the tournament page and the protocol report.
+    by_judge = judge_verdicts(study=data.study, rater_ids=list(judges)) if judges else {}
+    for pk in judges:
+        board = study_leaderboard(study=data.study, verdicts=by_judge.get(pk, []))
+        boards.append((f"LLM judge {data.raters[pk].label}", board))
     wrote = False
-    for title, matches in blocks:
-        if matches is None or len(matches.names) < 2 or not len(matches.a):
+    for title, board in boards:
+        if board is None:
             continue
-        rows, notes = _ranking_rows(matches)
-        if wrote:
-            sheet.append([])
-        sheet.append(xlsx_row(sheet, [title], font=BOLD))
-        sheet.append(
-            xlsx_row(
-                sheet,
-                ["Rank", "Contestant", "Bradley–Terry rating", "CI low (95%)", "CI high (95%)", "Win rate %", "Games"],
-                font=BOLD,
-            )
-        )
-        for row in rows:
-            sheet.append(xlsx_row(sheet, row))
-        for note in notes:
-            sheet.append(xlsx_row(sheet, [f"Note: {note}"]))
+        _write_board(sheet, title, board, first=not wrote)
         wrote = True
     if not wrote:
         _note(sheet, "No pairwise judgments between two or more contestants yet.")

@@ -20,10 +20,10 @@ from ratings.stats.agreement import (
 )
 from ratings.stats.alpha import krippendorff_alpha
 from ratings.stats.correlation import spearman
+from ratings.stats.leaderboard import DEFAULT_RESAMPLES
 from ratings.stats.report import agreement_summary
 
 from .item_figures import ADJACENT_DEFINITION, EXACT_DEFINITION, MAD_DEFINITION
-from .judge_sheets import BOOTSTRAP_RESAMPLES
 from .safe_cells import xlsx_row
 from .study_data import HUMAN_KINDS, StudyData
 
@@ -97,7 +97,7 @@ def write_metadata(data: StudyData, sheet, *, judgments_read: int, sort_note: st
         (
             "Bradley–Terry rating",
             "Strength on the Elo scale (mean 1000) fitted by MM; ties count half a win; 95% CI by "
-            f"bootstrap over matches ({BOOTSTRAP_RESAMPLES} resamples).",
+            f"bootstrap over matches ({DEFAULT_RESAMPLES} resamples).",
         ),
         ("Formula safety", "Text cells are stored as text, never formulas, even when they start with = + - or @."),
         ("Provenance", "Keys that look like credentials (key, token, secret, …) are removed; token counts stay."),
@@ -255,7 +255,7 @@ def write_agreement(data: StudyData, sheet, matrix: np.ndarray | None, note: str
         part = np.nanmean(groups[1][1], axis=1)
         keep = ~np.isnan(full) & ~np.isnan(part)
         if keep.sum() >= 3:
-            rho = spearman(full[keep], part[keep], n_resamples=BOOTSTRAP_RESAMPLES)
+            rho = spearman(full[keep], part[keep], n_resamples=DEFAULT_RESAMPLES)
             sheet.append([])
             sheet.append(
                 xlsx_row(

@@ -157,7 +157,9 @@ def human_ranking(check: Study) -> Ranking | None:
     ]
     if not verdicts:
         return None
-    return Ranking(label=f"people · {check.name}", judge="people", tournament=check.name, verdicts=verdicts)
+    return Ranking(
+        label=f"people · {check.name}", judge="people", tournament=check.name, verdicts=verdicts, seed=check.seed
+    )
 
 
 def _direct_judges(check: Study, keys: dict[int, tuple[str, list[str]]]) -> list[Ranking]:
@@ -175,6 +177,6 @@ def _direct_judges(check: Study, keys: dict[int, tuple[str, list[str]]]) -> list
                 Verdict(prompt_id, item_keys[0], item_keys[1], score_of(value["choice"], item_keys[0]))
             )
     return [
-        Ranking(label=f"{judge} · on this check", judge=judge, tournament="", verdicts=v)
+        Ranking(label=f"{judge} · on this check", judge=judge, tournament="", verdicts=v, seed=check.seed)
         for judge, v in by_judge.items()
     ]

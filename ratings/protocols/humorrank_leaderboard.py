@@ -9,6 +9,7 @@ from typing import Any
 from .. import plots
 from ..stats import intransitive_triads, ranking_kendall_tau, win_rate_matrix
 from ..stats.features import LOSS_GROUPS, WIN_GROUPS, feature_tallies
+from ..stats.leaderboard import PRINTED_COLUMNS, printed_row
 from .base import Figure, Section, Table, rounded
 from .humorrank_rankings import Ranking
 
@@ -16,25 +17,23 @@ from .humorrank_rankings import Ranking
 
 
 def leaderboard_section(rankings: list[Ranking]) -> Section:
-    rows = []
+    # The same printed row as the tournament page and the export (ratings.stats.leaderboard.printed_row).
+    rows = [[r.label, *printed_row(s)] for r in rankings for s in r.board.standings]
+    position_rows = []
     for r in rankings:
-        res = r.result
-        for rank, name in enumerate(res["ranking"], start=1):
-            bt, elo = res["bradley_terry"][name], res["stable_elo"][name]
-            rows.append(
-                [
-                    r.label,
-                    rank,
-                    name,
-                    round(bt["rating"], 1),
-                    round(bt["ci_low"], 1),
-                    round(bt["ci_high"], 1),
-                    round(res["win_rate"][name], 4),
-                    res["games"][name],
-                    round(elo["mean"], 1),
-                    round(elo["sd"], 1) if math.isfinite(elo["sd"]) else None,
-                ]
-            )
+        p = r.board.position
+        position_rows.append(
+            [
+                r.label,
+                p.n_decisive,
+                p.first_wins,
+                rounded(100 * p.first_rate, 1) if p.first_rate is not None else None,
+                rounded(p.p_value, 4),
+                p.n_both_orders,
+                rounded(100 * p.consistency, 1) if p.consistency is not None else None,
+                "position bias" if p.warning else "",
+            ]
+        )
     series = [
         {
             "label": r.label,
@@ -62,26 +61,37 @@ def leaderboard_section(rankings: list[Ranking]) -> Section:
         text=(
             "One leaderboard per judge and tournament, and one from the people's votes in each human check. Bradley–Terry ratings on the Elo scale (centred on 1000; "
             "ties count half a win each), 95% percentile intervals from resampling the matches, the share of "
-            "points won, and Stable Elo (K = 32) as the mean and spread over random replays of the match order."
+            "points won (in %), and Stable Elo (K = 32) as the mean and spread over random replays of the match "
+            "order. The tournament page and the export print the same numbers; each ranking is seeded by the "
+            "study holding its verdicts."
         ),
         tables=[
             Table(
                 key="leaderboard",
                 title="Leaderboard per judge",
+                columns=["judge · tournament", *PRINTED_COLUMNS],
+                rows=rows,
+            ),
+            Table(
+                key="position",
+                title="Order of presentation",
                 columns=[
                     "judge · tournament",
-                    "rank",
-                    "contestant",
-                    "BT rating",
-                    "95% CI low",
-                    "95% CI high",
-                    "win rate",
-                    "games",
-                    "Stable Elo mean",
-                    "Stable Elo SD",
+                    "decisive verdicts",
+                    "first-shown wins",
+                    "first-shown win rate %",
+                    "binomial p (vs 50%)",
+                    "comparisons judged in both orders",
+                    "position consistency %",
+                    "warning",
                 ],
-                rows=rows,
-            )
+                rows=position_rows,
+                note=(
+                    "How often the candidate shown first won, and, where a comparison was judged in both orders, "
+                    "how often the verdict named the same winner (or a tie) both times. A rate far from 50% "
+                    "(binomial p < 0.01) is flagged: the ranking may follow the order of presentation."
+                ),
+            ),
         ],
         figures=figures,
     )

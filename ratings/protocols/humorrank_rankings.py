@@ -4,6 +4,8 @@ The contest study's tournaments are match studies (template key
 ``humorrank-matches``) that name it in ``config["source_study"]``; verdicts are
 read from the annotation models only (the ratings app never imports the judging
 app). A judge's verdicts in two tournaments (round robin and Swiss) are two rankings.
+Which verdicts count and the numbers they give are ``ratings.leaderboards``' — the
+tournament page and the export show the same leaderboard to the digit.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Judgment, Study
+from annotation.models import Rater, Study
 from annotation.protocols.humorrank import MATCHES, SOURCE_LINK
 from annotation.task_types import TIE
 
-from ..selectors import JUDGE_KINDS
-from ..services import pairwise_report
-from ..stats import win_matrix
+from ..leaderboards import judge_verdicts
+from ..services import leaderboard_dict
+from ..stats import Leaderboard, MatchVerdict, leaderboard
 
 
 @dataclass
@@ -29,6 +31,8 @@ class Verdict:
     second: str
     score: float  # 1 first won, 0.5 tie, 0 second won
     features: dict[str, list[str]] = field(default_factory=dict)
+    match: str = ""  # the same for both orders of one comparison
+    shown_first: str | None = None
 
     @property
     def pair(self) -> tuple[str, frozenset[str]]:
@@ -50,6 +54,8 @@ class Ranking:
     result: dict[str, Any] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
     wins: np.ndarray | None = None
+    seed: int | None = None  # the seed of the study holding the verdicts
+    board: Leaderboard | None = None
 
 
 def score_of(choice: str, first: str) -> float:
@@ -71,44 +77,36 @@ def match_rankings(source: Study) -> list[Ranking]:
     prompt_ids = dict(source.items.values_list("pk", "external_id"))
     rankings = []
     for match_study in Study.objects.filter(protocol=MATCHES, **{f"config__{SOURCE_LINK}": source.slug}).order_by("pk"):
-        rows = first_per_item(
-            Judgment.objects.filter(
-                study=match_study,
-                status=Judgment.Status.OK,
-                rater__kind__in=JUDGE_KINDS,
-                item__is_attention_check=False,
-            )
-            .order_by("rater_id", "item_id", "pk")
-            .values_list("rater_id", "item_id", "rater__name", "item__metadata", "value", "provenance")
-        )
-        by_judge: dict[str, list[Verdict]] = {}
-        for _rater, _item, judge, metadata, value, provenance in rows:
-            first, second = metadata["contestants"]
-            prompt_id = prompt_ids.get(metadata.get("prompt_item"), str(metadata.get("prompt_item")))
-            features = (provenance or {}).get("features") or {}
-            by_judge.setdefault(judge, []).append(
-                Verdict(prompt_id, first, second, score_of(value["choice"], first), features)
-            )
+        prompt_of = dict(match_study.items.values_list("pk", "metadata__prompt_item"))
+        by_rater = judge_verdicts(study=match_study)
+        rater_names = dict(Rater.objects.filter(pk__in=list(by_rater)).values_list("pk", "name"))
         schedule = match_study.config.get("schedule", "")
         tournament = match_study.config.get("tournament") or match_study.name
-        for judge, verdicts in by_judge.items():
+        for rater_id, found in sorted(by_rater.items()):
+            verdicts = []
+            for v in found:
+                prompt_item = prompt_of.get(int(v.match))
+                prompt_id = prompt_ids.get(prompt_item, str(prompt_item))
+                verdicts.append(
+                    Verdict(prompt_id, v.first, v.second, v.score, v.features, match=v.match, shown_first=v.shown_first)
+                )
+            judge = rater_names[rater_id]
             label = f"{judge} · {tournament}" + (f" ({schedule.replace('_', ' ')})" if schedule else "")
-            rankings.append(Ranking(label=label, judge=judge, tournament=tournament, verdicts=verdicts))
+            rankings.append(
+                Ranking(label=label, judge=judge, tournament=tournament, verdicts=verdicts, seed=match_study.seed)
+            )
     return rankings
 
 
 def fit(ranking: Ranking, analyses: dict[str, Any], seed: int) -> None:
-    v = ranking.verdicts
-    ranking.result = pairwise_report(
-        [x.first for x in v],
-        [x.second for x in v],
-        [x.score for x in v],
+    """Fill in the ranking's leaderboard; seeded by the study holding its matches when known, else ``seed``."""
+    board = leaderboard(
+        [MatchVerdict(v.first, v.second, v.score, match=v.match, shown_first=v.shown_first) for v in ranking.verdicts],
         n_resamples=analyses["bootstrap_resamples"],
         n_orderings=analyses["elo_orderings"],
-        seed=seed,
+        seed=ranking.seed if ranking.seed is not None else seed,
     )
-    ranking.names = sorted({x.first for x in v} | {x.second for x in v})
-    index = {n: i for i, n in enumerate(ranking.names)}
-    ranking.wins = win_matrix(
-        [index[x.first] for x in v], [index[x.second] for x in v], [x.score for x in v], n_contestants=len(index)
-    )
+    ranking.board = board
+    ranking.result = leaderboard_dict(board)
+    ranking.names = board.names
+    ranking.wins = board.wins

@@ -61,6 +61,16 @@ from .kappa import (
     fleiss_kappa,
     fleiss_kappa_from_matrix,
 )
+from .leaderboard import (
+    DEFAULT_ORDERINGS,
+    DEFAULT_RESAMPLES,
+    Leaderboard,
+    MatchVerdict,
+    PositionFigures,
+    Standing,
+    leaderboard,
+    position_figures,
+)
 from .matrix import (
     RatingMatrix,
     category_counts,
@@ -85,6 +95,14 @@ from .report import METRICS, AgreementSummary, agreement_summary
 from .subset import SubsetResult, distance_to_uniform, rater_distributions, select_raters
 
 __all__ = [
+    "DEFAULT_ORDERINGS",
+    "DEFAULT_RESAMPLES",
+    "Leaderboard",
+    "MatchVerdict",
+    "PositionFigures",
+    "Standing",
+    "leaderboard",
+    "position_figures",
     "DEFAULT_SEED",
     "FORMS",
     "FORM_LABELS",

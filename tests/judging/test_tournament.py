@@ -8,10 +8,11 @@ from scipy import stats
 
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
 from judging.models import Tournament
-from judging.rankings import current_ratings, leaderboard
+from judging.rankings import current_ratings, standing_rows
 from judging.services.judges import judge_find_or_create
 from judging.services.tournaments import process_tournament, tournament_create, tournament_verdicts
-from judging.tournament import Schedule, round_robin, simulate, swiss_round
+from judging.tournament import Schedule, gap_doubt, round_robin, simulate, swiss_round
+from ratings.stats.leaderboard import MatchVerdict, leaderboard
 
 TRUE_ELO = [1300, 1200, 1100, 1000, 900, 800, 700, 600]
 
@@ -28,10 +29,8 @@ def simulated_judge(rng, ratings=TRUE_ELO):
 
 
 def fit(names):
-    from judging.rankings import Verdict
-
     def _fit(outcomes):
-        verdicts = [Verdict(names[o.i], names[o.j], o.score) for o in outcomes]
+        verdicts = [MatchVerdict(names[o.i], names[o.j], o.score) for o in outcomes]
         return current_ratings(names, verdicts)
 
     return _fit
@@ -55,7 +54,10 @@ class TestSchedules:
 
     def test_the_first_swiss_round_pairs_neighbours_in_the_table(self):
         matches = swiss_round(Schedule.full(8, 10), TRUE_ELO, rng=random.Random(1))
-        assert {(i, j) for _p, i, j in matches} == {(0, 1), (2, 3), (4, 5), (6, 7)}
+        # Either contestant may be shown first; the pairs are the table's neighbours.
+        assert {frozenset((i, j)) for _p, i, j in matches} == {
+            frozenset(pair) for pair in ((0, 1), (2, 3), (4, 5), (6, 7))
+        }
 
     def test_a_pair_never_meets_twice_on_one_prompt(self):
         schedule = Schedule.full(4, 3)
@@ -64,6 +66,42 @@ class TestSchedules:
             schedule.record(matches)
         assert schedule.scheduled == math.comb(4, 2) * 3
         assert all(len(prompts) == 3 for prompts in schedule.played.values())
+
+
+class TestSwissConcentrates:
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_later_rounds_pair_neighbours_of_the_true_order_more_often(self, seed):
+        rng = random.Random(seed)
+        names = [f"model-{k}" for k in range(len(TRUE_ELO))]
+        outcomes = simulate(
+            schedule=Schedule.full(len(TRUE_ELO), 30),
+            judge=simulated_judge(rng),
+            fit=fit(names),
+            mode="swiss",
+            budget=210,  # a quarter of the 28 × 30 round robin
+            rng=rng,
+        )
+        neighbours = [abs(o.i - o.j) == 1 for o in outcomes]
+        quarter = len(neighbours) // 4
+        first, last = sum(neighbours[:quarter]) / quarter, sum(neighbours[-quarter:]) / quarter
+        # Uniform pairing gives 7 of 28 pairs, 25%, in every quarter.
+        assert last > first
+        assert last >= 0.75
+
+    def test_the_round_starts_with_a_pair_that_has_not_met_when_ratings_are_equal(self):
+        schedule = Schedule.full(4, 6)
+        schedule.record([(p, 0, 1) for p in range(5)])
+        (first, *_rest) = swiss_round(schedule, [1000.0] * 4, rng=random.Random(0))
+        assert frozenset(first[1:]) != {0, 1}
+
+    def test_the_most_doubtful_pair_is_the_closest_when_games_are_equal(self):
+        schedule = Schedule.full(4, 6)
+        schedule.record([(p, i, j) for p in range(2) for i in range(4) for j in range(i + 1, 4)])
+        ratings = [1300.0, 1010.0, 1000.0, 700.0]
+        doubt = gap_doubt(schedule, ratings)
+        assert doubt[1, 2] == min(doubt[i, j] for i in range(4) for j in range(i + 1, 4))
+        (first, *_rest) = swiss_round(schedule, ratings, rng=random.Random(0))
+        assert frozenset(first[1:]) == {1, 2}
 
 
 class TestRankingRecovery:
@@ -82,20 +120,19 @@ class TestRankingRecovery:
         assert tau >= 0.9
 
     def test_the_leaderboard_has_intervals_elo_and_feature_shares(self):
-        from judging.rankings import Verdict
-
-        names = ["a", "b", "c"]
         verdicts = [
-            Verdict("a", "b", 1.0, {"humor_mechanisms": ["wordplay"], "failure_features": ["cliché"]}),
-            Verdict("a", "c", 1.0, {"humor_mechanisms": ["irony"], "failure_features": ["confusing"]}),
-            Verdict("b", "c", 1.0, {"humor_mechanisms": ["wordplay"], "failure_features": ["cliché"]}),
-            Verdict("b", "a", 0.5),
-            Verdict("c", "a", 1.0, {"delivery_features": ["timing"], "failure_features": ["weak_punchline"]}),
+            MatchVerdict("a", "b", 1.0, features={"humor_mechanisms": ["wordplay"], "failure_features": ["cliché"]}),
+            MatchVerdict("a", "c", 1.0, features={"humor_mechanisms": ["irony"], "failure_features": ["confusing"]}),
+            MatchVerdict("b", "c", 1.0, features={"humor_mechanisms": ["wordplay"], "failure_features": ["cliché"]}),
+            MatchVerdict("b", "a", 0.5),
+            MatchVerdict(
+                "c", "a", 1.0, features={"delivery_features": ["timing"], "failure_features": ["weak_punchline"]}
+            ),
         ]
-        standings, _warnings = leaderboard(names, verdicts, n_resamples=50)
-        assert [s.name for s in standings] == ["a", "b", "c"]
+        standings = standing_rows(leaderboard(verdicts, n_resamples=50), verdicts)
+        assert [s.standing.name for s in standings] == ["a", "b", "c"]
         top = standings[0]
-        assert top.ci_low <= top.rating <= top.ci_high
+        assert top.standing.ci_low <= top.standing.rating <= top.standing.ci_high
         assert top.win_features["wordplay"] == 0.5
         assert top.loss_features["weak_punchline"] == 1.0
         assert standings[2].loss_features["confusing"] == 0.5
@@ -131,8 +168,8 @@ class TestTournamentInTheDatabase:
         assert tournament.match_study.items.count() == 3 * 3
         verdicts = tournament_verdicts(tournament)
         assert len(verdicts) == 9
-        standings, _ = leaderboard(["medium", "terse", "verbose"], verdicts, n_resamples=20)
-        assert [s.name for s in standings] == ["terse", "medium", "verbose"]
+        board = leaderboard(verdicts, n_resamples=20)
+        assert board.ranking == ["terse", "medium", "verbose"]
 
     def test_a_swiss_tournament_stops_at_its_budget_and_feeds_features(self, researcher, make_llm_judge):
         source = self.contest(researcher, n_prompts=4)

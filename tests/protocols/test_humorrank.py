@@ -49,7 +49,7 @@ class TestTemplates:
         assert check.task_type == "pairwise"
         assert check.config["labels"] == ["Joke A", "Joke B", "Tie"] and check.config["allow_tie"]
         assert check.item_order == Study.ItemOrder.RANDOM_PER_RATER
-        assert get_template(HUMAN_CHECK).analyses["bootstrap_resamples"] == 100
+        assert get_template(HUMAN_CHECK).analyses["bootstrap_resamples"] == 1000
 
 
 class TestContestImport:
@@ -172,7 +172,7 @@ class TestReport:
         first = [row[2] for row in board if row[0].startswith("judge one")]
         assert first == ["alpha", "beta", "gamma"]
         alpha_row = next(row for row in board if row[0].startswith("judge one") and row[2] == "alpha")
-        assert alpha_row[6] == pytest.approx((1 + 1 + 0.5 + 0) / 4)  # win rate, a tie counts half
+        assert alpha_row[6] == pytest.approx(100 * (1 + 1 + 0.5 + 0) / 4, abs=0.05)  # win rate %, a tie counts half
         (tau,) = data["tables"]["cross_judge_tau"]["rows"]
         assert tau[3] == pytest.approx(1.0)
         features = data["tables"]["features_1"]

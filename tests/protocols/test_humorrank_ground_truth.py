@@ -145,7 +145,7 @@ def test_the_report_recovers_the_true_ranking_and_compares_judges_and_people(cel
 
     for row in board:
         rating, low, high, win_rate, elo_sd = row[3], row[4], row[5], row[6], row[9]
-        assert low <= rating <= high and 0 <= win_rate <= 1 and elo_sd >= 0
+        assert low <= rating <= high and 0 <= win_rate <= 100 and elo_sd >= 0
 
     taus = data["tables"]["cross_judge_tau"]["rows"]
     assert len(taus) == 3

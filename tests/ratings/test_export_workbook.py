@@ -333,7 +333,7 @@ class TestPairwiseWorkbook:
         assert [r[1] for r in table] == ["secret-model-0", "secret-model-1"]
         assert table[0][2] > table[1][2]
         # Win rate: 6 wins and one tie in 9 games (ties count half).
-        assert table[0][5] == pytest.approx(100 * 6.5 / 9, abs=0.01)
+        assert table[0][5] == pytest.approx(100 * 6.5 / 9, abs=0.05)  # printed to one decimal
         assert table[0][6] == 9
 
 
