@@ -31,6 +31,9 @@ EXCERPT_LIMIT = 160
 
 
 STRUCTURED_MODES = ("json_schema", "json_object", "off")
+# A chat completion of a few thousand tokens is a few KB; an endpoint streaming more is misbehaving,
+# and reading on would let it fill the worker's memory.
+MAX_RESPONSE_BYTES = 8 * 2**20
 
 
 class CallError(Exception):
@@ -174,9 +177,15 @@ class ChatBackend:
         deadline = started + self.timeout
         try:
             with self._client.chat.completions.with_streaming_response.create(**kwargs) as response:
-                chunks = []
+                chunks, size = [], 0
                 for chunk in response.iter_bytes():
                     chunks.append(chunk)
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise CallError(
+                            f"the response was longer than {MAX_RESPONSE_BYTES:,} bytes and was not read further",
+                            retryable=False,
+                        )
                     if time.monotonic() > deadline:
                         raise CallError(
                             f"timed out: the response was still arriving after {self.timeout:g}s", retryable=True
@@ -219,7 +228,8 @@ class ChatBackend:
             body = json.loads(raw)
             choice = body["choices"][0]
             content = choice["message"].get("content")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        # RecursionError: a hostile endpoint can answer with JSON nested thousands deep.
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
             raise CallError(
                 "the server's response is not a valid chat completion", retryable=True, raw=excerpt(raw)
             ) from None

@@ -14,9 +14,15 @@ from judging.services.templates import template_save
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.judging.urls")]
 
 
+def author():
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get_or_create(username="template-author")[0]
+
+
 def refusal(user_text: str, task_type: str = "ordinal") -> str:
     with pytest.raises(ValidationError) as caught:
-        template_save(name="hostile", task_type=task_type, user_text=user_text)
+        template_save(owner=author(), name="hostile", task_type=task_type, user_text=user_text)
     assert not PromptTemplate.objects.filter(name="hostile").exists()
     return " ".join(caught.value.message_dict["user_text"])
 
@@ -68,7 +74,13 @@ class TestSavingRefusesDangerousTemplates:
 
     def test_a_template_with_a_system_part_is_refused_naming_that_field(self):
         with pytest.raises(ValidationError) as caught:
-            template_save(name="hostile", task_type="ordinal", system_text='{% include "x" %}', user_text="{{ text }}")
+            template_save(
+                owner=author(),
+                name="hostile",
+                task_type="ordinal",
+                system_text='{% include "x" %}',
+                user_text="{{ text }}",
+            )
         assert set(caught.value.message_dict) == {"system_text"}
 
     def test_ordinary_filters_and_loops_still_work(self):
@@ -119,7 +131,9 @@ class TestRunning:
     ):
         settings.FUNNYBONE_PROMPT_MAX_CHARS = 2000
         # The sample item the check renders is short; a real item's text, repeated once per character, is not.
-        template_save(name="repeat", task_type="ordinal", user_text="{% for c in text %}{{ text }}{% endfor %}")
+        template_save(
+            owner=researcher, name="repeat", task_type="ordinal", user_text="{% for c in text %}{{ text }}{% endfor %}"
+        )
         study = study_create(owner=researcher, name="long items", task_type="ordinal")
         items_create(
             study=study, items=[ItemSpec(external_id="long", text="x" * 100), ItemSpec(external_id="short", text="ok")]

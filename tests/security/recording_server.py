@@ -1,7 +1,7 @@
 """A chat-completions endpoint on loopback that remembers who called it and with which key.
 
 What it answers is set on the server: ``answer`` (a valid completion), ``redirect`` (a 302 to
-``redirect_to``) or ``error`` (HTTP 400 with ``error_body``).
+``redirect_to``) or ``error`` (HTTP 400 with ``error_body``) or ``raw`` (HTTP 200 with ``raw_body`` as it is).
 """
 
 import json
@@ -26,6 +26,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if self.server.mode == "raw":
+            # A 200 whose body is whatever the test set: deep JSON, a flood of bytes.
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(self.server.raw_body)))
+            self.end_headers()
+            self.wfile.write(self.server.raw_body)
+            return
         if self.server.mode == "error":
             payload, status = self.server.error_body.encode(), 400
         else:
@@ -45,6 +53,7 @@ class RecordingServer(ThreadingHTTPServer):
         self.mode = mode
         self.redirect_to = ""
         self.error_body = ""
+        self.raw_body = b""
         self.calls: list[dict[str, str]] = []
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
         self._thread.start()

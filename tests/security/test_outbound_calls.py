@@ -203,3 +203,33 @@ class TestRedirectsAndErrorBodies:
         for secret in (KEY, "hunter2-internal", "sk-internal-service-999999999", "END-OF-INTERNAL-PAGE", "x" * 200):
             assert secret not in stored
         assert "[redacted]" in error
+
+
+class TestHostileAnswers:
+    """A 200 from an endpoint a researcher controls is no more trusted than its error pages."""
+
+    @pytest.fixture(autouse=True)
+    def loopback_allowed(self, settings):
+        settings.FUNNYBONE_OUTBOUND_ALLOW_NETWORKS = ["127.0.0.0/8", "::1/128"]
+
+    def test_a_body_nested_thousands_deep_fails_the_call_not_the_worker(self, researcher, make_study, endpoint):
+        endpoint.mode = "raw"
+        endpoint.raw_body = b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        judge = judge_create(owner=researcher, name="d", base_url=endpoint.url(), model="m", max_retries=0)
+        run = run_judge(judge, make_study(n_items=1))
+        judgment = Judgment.objects.get(rater=judge.rater)
+        assert judgment.status == "failed"
+        assert "not a valid chat completion" in judgment.provenance["parse"]["error"]
+        assert run.status in {"done", "failed"}
+
+    def test_an_endless_body_is_not_read_past_the_cap(self, researcher, make_study, endpoint, monkeypatch):
+        from judging.backends import chat
+
+        monkeypatch.setattr(chat, "MAX_RESPONSE_BYTES", 64 * 1024)
+        endpoint.mode = "raw"
+        endpoint.raw_body = b'{"choices": [{"message": {"content": "' + b"x" * (1024 * 1024) + b'"}}]}'
+        judge = judge_create(owner=researcher, name="f", base_url=endpoint.url(), model="m", max_retries=0)
+        run_judge(judge, make_study(n_items=1))
+        judgment = Judgment.objects.get(rater=judge.rater)
+        assert judgment.status == "failed"
+        assert "longer than" in judgment.provenance["parse"]["error"]
