@@ -6,8 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotation.jobs import lease_seconds
+from annotation.tasks import recover_stale_jobs_task
 from ratings.alignment import AlignmentParams
-from ratings.alignment_tasks import report_request
+from ratings.alignment_tasks import MAX_ATTEMPTS, report_request, report_run
 from ratings.models import AlignmentReport
 from tests.ratings.alignment_helpers import build_ordinal
 
@@ -20,15 +22,75 @@ def ordinal(researcher):
     return study
 
 
-@pytest.mark.xfail(strict=True, reason="staleness is measured from started_at: a live report is re-queued")
-def test_a_running_report_whose_worker_is_alive_is_not_queued_again(ordinal, django_capture_on_commit_callbacks):
-    params = AlignmentParams(seed=ordinal.seed)
+@pytest.fixture
+def queued(ordinal, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        report = report_request(study=ordinal, params=params, inline=False)
-    long_ago = timezone.now() - timedelta(minutes=20)
-    # Started 20 minutes ago and still working (the worker reported progress just now).
-    AlignmentReport.objects.filter(pk=report.pk).update(status="running", started_at=long_ago, stage="bootstrap")
+        return report_request(study=ordinal, params=AlignmentParams(seed=ordinal.seed), inline=False)
+
+
+def running(report, *, started_ago, beat_ago, attempts=1):
+    now = timezone.now()
+    AlignmentReport.objects.filter(pk=report.pk).update(
+        status="running",
+        claimed_by="worker-1",
+        attempts=attempts,
+        started_at=now - started_ago,
+        heartbeat_at=now - beat_ago,
+        stage="bootstrap",
+    )
+
+
+def test_a_running_report_whose_worker_is_alive_is_not_queued_again(
+    ordinal, queued, django_capture_on_commit_callbacks
+):
+    # Started 20 minutes ago (longer than any lease) and beating just now: the old rule re-queued it.
+    running(queued, started_ago=timedelta(minutes=20), beat_ago=timedelta(seconds=1))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        again = report_request(study=ordinal, params=params, inline=False)
-    assert again.status == "running" and again.stage == "bootstrap"
+        again = report_request(study=ordinal, params=AlignmentParams(seed=ordinal.seed), inline=False)
+        recover_stale_jobs_task.apply()
+    assert (again.status, again.stage, again.claimed_by) == ("running", "bootstrap", "worker-1")
     assert callbacks == []
+
+
+def test_a_report_whose_heartbeat_stopped_is_queued_again_by_the_workers(queued, django_capture_on_commit_callbacks):
+    running(queued, started_ago=timedelta(minutes=1), beat_ago=timedelta(seconds=lease_seconds() + 5))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        recover_stale_jobs_task.apply()
+    queued.refresh_from_db()
+    assert (queued.status, queued.claimed_by) == ("queued", "")
+    assert len(callbacks) == 1  # the report's task is sent again
+
+
+def test_after_its_last_attempt_a_dead_report_is_failed_with_the_reason(queued):
+    running(queued, started_ago=timedelta(minutes=1), beat_ago=timedelta(hours=1), attempts=MAX_ATTEMPTS)
+    recover_stale_jobs_task.apply()
+    queued.refresh_from_db()
+    assert queued.status == "failed"
+    assert f"attempt {MAX_ATTEMPTS} of {MAX_ATTEMPTS}" in queued.error
+    assert queued.error.endswith("Recompute the report to try again.")
+
+
+def test_asking_again_for_a_report_whose_worker_died_queues_it(ordinal, queued, django_capture_on_commit_callbacks):
+    running(queued, started_ago=timedelta(minutes=1), beat_ago=timedelta(seconds=lease_seconds() + 5))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        again = report_request(study=ordinal, params=AlignmentParams(seed=ordinal.seed), inline=False)
+    assert again.status == "queued" and len(callbacks) == 1
+
+
+def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
+    import ratings.alignment_tasks as tasks
+    from annotation.jobs import LeaseLost
+
+    real = tasks.compute_alignment
+
+    def taken_over_midway(**kwargs):
+        result = real(**kwargs)
+        # Meanwhile recovery found the heartbeat stale and another worker claimed the report.
+        AlignmentReport.objects.filter(pk=queued.pk).update(claimed_by="worker-2")
+        return result
+
+    monkeypatch.setattr(tasks, "compute_alignment", taken_over_midway)
+    with pytest.raises(LeaseLost):
+        report_run(report_id=queued.pk)
+    queued.refresh_from_db()
+    assert (queued.status, queued.claimed_by, queued.result) == ("running", "worker-2", None)

@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django.utils import timezone
 from openpyxl import load_workbook
 
-from ratings.exports import services
+from annotation.jobs import lease_seconds
 from ratings.exports.services import export_claim, export_file_path, export_run
 from ratings.models import Export
 from ratings.tasks import export_study_task
@@ -41,16 +41,16 @@ class TestClaim:
         assert export_claim(export_id=export.pk) is None
 
     def test_an_export_abandoned_by_a_dead_worker_can_be_claimed_again(self, export):
-        long_ago = timezone.now() - services.STALE_AFTER - timedelta(minutes=1)
+        long_ago = timezone.now() - timedelta(seconds=lease_seconds() + 60)
         Export.objects.filter(pk=export.pk).update(
-            status=Export.Status.RUNNING, started_at=long_ago, progress_at=long_ago
+            status=Export.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago
         )
         assert export_claim(export_id=export.pk) is not None
 
     def test_a_running_export_that_reports_progress_is_left_alone(self, export):
-        long_ago = timezone.now() - services.STALE_AFTER - timedelta(minutes=1)
+        long_ago = timezone.now() - timedelta(seconds=lease_seconds() + 60)
         Export.objects.filter(pk=export.pk).update(
-            status=Export.Status.RUNNING, started_at=long_ago, progress_at=timezone.now()
+            status=Export.Status.RUNNING, started_at=long_ago, heartbeat_at=timezone.now()
         )
         assert export_claim(export_id=export.pk) is None
 
