@@ -94,3 +94,21 @@ def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
         report_run(report_id=queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.claimed_by, queued.result) == ("running", "worker-2", None)
+
+
+def test_a_database_error_retries_the_report_then_fails_it_with_the_reason(queued, monkeypatch):
+    from django.db import OperationalError
+
+    from ratings.alignment_tasks import alignment_report_task
+
+    def unavailable(**kwargs):
+        raise OperationalError("the database system is shutting down")
+
+    monkeypatch.setattr("ratings.alignment_tasks.compute_alignment", unavailable)
+    result = alignment_report_task.apply(args=[queued.pk])
+    assert result.failed()
+    queued.refresh_from_db()
+    assert queued.status == "failed"
+    assert queued.error == (
+        "The report failed after 4 tries because the database was unavailable: the database system is shutting down"
+    )
