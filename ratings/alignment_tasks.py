@@ -78,7 +78,9 @@ def report_request(*, study: Study, params: AlignmentParams, inline: bool | None
         params_key=params.key,
         defaults={"params": params.as_dict(), "status": AlignmentReport.Status.QUEUED},
     )
-    if report.status == AlignmentReport.Status.RUNNING and not _stale(report):
+    # Alive means its heartbeat is younger than the lease, however long ago it started.
+    alive = not stale_jobs(AlignmentReport).filter(pk=report.pk).exists()
+    if report.status == AlignmentReport.Status.RUNNING and alive:
         return report
     # Not running, or running with a heartbeat older than the lease: its worker is presumed dead.
     # Conditional on that state, so a worker that beats again in between keeps its report.
@@ -100,11 +102,6 @@ def report_request(*, study: Study, params: AlignmentParams, inline: bool | None
         transaction.on_commit(lambda: alignment_report_task.delay(report.pk))
     report.refresh_from_db()
     return report
-
-
-def _stale(report: AlignmentReport) -> bool:
-    """True when the report's worker has not beaten for longer than the lease (measured from its last heartbeat)."""
-    return stale_jobs(AlignmentReport).filter(pk=report.pk).exists()
 
 
 def report_claim(*, report_id: int, token: str) -> bool:
