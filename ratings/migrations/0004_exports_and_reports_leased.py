@@ -67,22 +67,4 @@ class Migration(migrations.Migration):
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.RunPython(map_existing_rows, migrations.RunPython.noop, elidable=True),
-        migrations.AddConstraint(
-            model_name="alignmentreport",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("status", "running"), _negated=True), ("heartbeat_at__isnull", False), _connector="OR"
-                ),
-                name="ratings_alignmentreport_running_has_heartbeat",
-            ),
-        ),
-        migrations.AddConstraint(
-            model_name="export",
-            constraint=models.CheckConstraint(
-                condition=models.Q(
-                    models.Q(("status", "running"), _negated=True), ("heartbeat_at__isnull", False), _connector="OR"
-                ),
-                name="ratings_export_running_has_heartbeat",
-            ),
-        ),
     ]
