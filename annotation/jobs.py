@@ -1,7 +1,7 @@
 """Background jobs held under a lease: claim, heartbeat, finish, fail, and recovery of dead holders.
 
 One building block for every record a Celery worker works on (item and
-protocol imports today; exports, reports and judge runs can adopt it): a
+protocol imports, exports, alignment reports): a
 model inherits ``LeasedJob`` and calls these functions with its class.
 
 - ``job_claim`` moves a queued job (or one whose holder stopped beating) to
@@ -210,12 +210,14 @@ class Recovered:
         return bool(self.requeued or self.failed)
 
 
-def stalled_reason(job: LeasedJob, *, max_attempts: int) -> str:
+IMPORT_ADVICE = "Try again, or split the file if it is very large."
+
+
+def stalled_reason(job: LeasedJob, *, max_attempts: int, advice: str = IMPORT_ADVICE) -> str:
     last = job.heartbeat_at.strftime("%Y-%m-%d %H:%M:%S UTC") if job.heartbeat_at else "its start"
     return (
         f"The worker doing this job stopped responding (last sign of life {last}, attempt {job.attempts} of "
-        f"{max_attempts}). It was stopped, restarted or ran out of memory; nothing was written. "
-        "Try again, or split the file if it is very large."
+        f"{max_attempts}). It was stopped, restarted or ran out of memory; nothing was written. {advice}"
     )
 
 
@@ -227,10 +229,12 @@ def stale_jobs_recover(
     max_attempts: int,
     now: datetime | None = None,
     lease: float | None = None,
+    advice: str = IMPORT_ADVICE,
 ) -> Recovered:
     """Re-queue stale jobs with attempts left (``enqueue(pk)`` after commit); fail the others.
 
-    ``failure(reason)`` turns the reason into the model's own fields (e.g. ``{"errors": [reason]}``).
+    ``failure(reason)`` turns the reason into the model's own fields (e.g. ``{"errors": [reason]}``);
+    ``advice`` ends the reason with what the researcher can do about it.
     Each change is a conditional update on the stale state, so a holder that
     beats again in between, or a second recovery running at once, wins cleanly.
     """
@@ -245,7 +249,9 @@ def stale_jobs_recover(
                     transaction.on_commit(lambda pk=job.pk: enqueue(pk))
                     found.requeued.append(job.pk)
             elif still_stale.update(
-                status=JobStatus.FAILED, finished_at=now, **failure(stalled_reason(job, max_attempts=max_attempts))
+                status=JobStatus.FAILED,
+                finished_at=now,
+                **failure(stalled_reason(job, max_attempts=max_attempts, advice=advice)),
             ):
                 found.failed.append(job.pk)
     if found:

@@ -10,24 +10,21 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotation.jobs import JobStatus, LeasedJob
 from annotation.models import Study
 
 
-class Export(models.Model):
+class Export(LeasedJob):
     class Format(models.TextChoices):
         XLSX = "xlsx", "Excel workbook"
         CSV = "csv", "CSV, one row per judgment"
         JSONL = "jsonl", "JSON Lines, one judgment per line"
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+    # status, claimed_by, attempts, started_at, heartbeat_at and finished_at come from LeasedJob.
+    Status = JobStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exports")
     format = models.CharField(max_length=10, choices=Format)
-    status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
     # Relative to MEDIA_ROOT, always under exports/; empty until the file is written.
     file = models.CharField(max_length=300, blank=True)
     rater_subset = models.JSONField(
@@ -35,17 +32,14 @@ class Export(models.Model):
     )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="exports")
     created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # The worker's last sign of life; a running export silent for long is claimed again.
-    progress_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     rows_written = models.PositiveBigIntegerField(default=0)
     rows_expected = models.PositiveBigIntegerField(default=0)
 
-    class Meta:
+    class Meta(LeasedJob.Meta):
         ordering = ["-created_at"]
         constraints = [
+            *LeasedJob.Meta.constraints,
             models.CheckConstraint(
                 condition=~Q(status="done") | ~Q(file=""),
                 name="export_done_has_file",
@@ -54,10 +48,6 @@ class Export(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_format_display()} of {self.study} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in (self.Status.DONE, self.Status.FAILED)
 
     @property
     def percent(self) -> int:
@@ -74,28 +64,24 @@ class Export(models.Model):
 # its timestamp) without recomputing, and a worker can fill it in the background.
 
 
-class AlignmentReport(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+class AlignmentReport(LeasedJob):
+    # status, claimed_by, attempts, started_at, heartbeat_at and finished_at come from LeasedJob.
+    Status = JobStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="alignment_reports")
     params_key = models.CharField(max_length=64, help_text="Digest of ``params``; one report per study and key.")
     params = models.JSONField(default=dict)
-    status = models.CharField(max_length=10, choices=Status, default=Status.QUEUED)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done while running.")
     stage = models.CharField(max_length=200, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="The last complete report.")
     error = models.TextField(blank=True)
     requested_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True, help_text="When ``result`` was computed.")
 
-    class Meta:
+    class Meta(LeasedJob.Meta):
         ordering = ["-requested_at"]
         constraints = [
+            *LeasedJob.Meta.constraints,
             models.UniqueConstraint(fields=["study", "params_key"], name="alignment_report_unique_params"),
         ]
 

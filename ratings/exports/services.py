@@ -3,15 +3,20 @@
 
 A researcher's request for a small study is answered at once (the views
 stream it); a study with more than ``inline_limit()`` judgments gets an
-``Export`` row that ``ratings.tasks.export_study_task`` claims with a
-conditional update, so a redelivered task never writes the same file twice.
+``Export`` row, a leased job (``annotation.jobs``): ``ratings.tasks.export_study_task``
+claims it under a token, so a redelivered task never writes the same file
+twice; a heartbeat renews the lease while the file is written; the file is
+put in place and the export marked done only while the token still holds
+it, so a worker that lost its lease leaves nothing behind. Recovery
+(``exports_recover``, run by every worker) re-queues an export whose
+worker stopped beating, or fails it after its last attempt.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterable
-from datetime import timedelta
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.conf import settings
@@ -21,15 +26,28 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation.jobs import (
+    Beat,
+    LeaseLost,
+    Recovered,
+    job_claim,
+    job_fail,
+    job_finish,
+    job_release,
+    new_token,
+    stale_jobs_recover,
+)
 from annotation.models import Judgment, Rater, Study
 from ratings.models import Export
 
 from .csv_jsonl import write_csv, write_jsonl
 from .workbook import write_workbook
 
+logger = logging.getLogger(__name__)
+
 EXPORT_DIR = "exports"
-# A running export whose worker vanished (no heartbeat for this long) may be claimed again.
-STALE_AFTER = timedelta(hours=2)
+#: Claims (first run, retries, recoveries) before an export whose worker keeps dying is failed.
+MAX_ATTEMPTS = 2
 PROGRESS_EVERY = 20_000
 EXTENSIONS = {Export.Format.XLSX: "xlsx", Export.Format.CSV: "csv", Export.Format.JSONL: "jsonl"}
 CONTENT_TYPES = {
@@ -89,48 +107,71 @@ def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subse
     return export
 
 
-def export_claim(*, export_id: int) -> Export | None:
-    """Move a queued (or abandoned) export to running; None when someone else has it or it is finished."""
-    now = timezone.now()
-    claimable = Q(status=Export.Status.QUEUED) | Q(status=Export.Status.RUNNING, progress_at__lt=now - STALE_AFTER)
-    claimed = Export.objects.filter(claimable, pk=export_id).update(
-        status=Export.Status.RUNNING, started_at=now, progress_at=now, rows_written=0, error=""
-    )
-    if not claimed:
+def export_claim(*, export_id: int, token: str | None = None) -> Export | None:
+    """Move a queued export (or one whose worker stopped beating) to running under ``token``.
+
+    None when someone else holds it or it is finished. The returned export's
+    ``claimed_by`` is the token that ``export_run`` finishes with.
+    """
+    token = token or new_token()
+    if not job_claim(Export, pk=export_id, token=token):
         return None
+    Export.objects.filter(pk=export_id, claimed_by=token).update(rows_written=0, error="")
     return Export.objects.select_related("study").get(pk=export_id)
 
 
-def export_release(*, export: Export) -> None:
+def export_release(*, export_id: int, token: str | None = None) -> None:
     """Hand a running export back to the queue (before a retry)."""
-    Export.objects.filter(pk=export.pk, status=Export.Status.RUNNING).update(status=Export.Status.QUEUED)
+    job_release(Export, pk=export_id, token=token)
 
 
-def export_fail(*, export_id: int, error: str) -> None:
-    Export.objects.filter(pk=export_id).exclude(status=Export.Status.DONE).update(
-        status=Export.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+def export_fail(*, export_id: int, error: str, token: str | None = None) -> None:
+    """Mark an unfinished export failed with its reason; with ``token``, only while that worker holds it."""
+    job_fail(Export, pk=export_id, token=token, error=error[:2000])
+
+
+def exports_recover() -> Recovered:
+    """Re-queue exports whose worker stopped beating, or fail them after their last attempt."""
+    from ratings.tasks import export_study_task
+
+    return stale_jobs_recover(
+        Export,
+        enqueue=export_study_task.delay,
+        failure=lambda reason: {"error": reason},
+        max_attempts=MAX_ATTEMPTS,
+        advice="Ask for the export again.",
     )
 
 
-def _progress(export: Export):
+def _progress(export: Export, beat: Beat | None) -> Callable[[int], None]:
     last = [0]
 
     def report(rows: int) -> None:
+        if beat is not None:
+            beat.check()  # stop writing as soon as the lease is gone
         if rows - last[0] >= PROGRESS_EVERY:
-            Export.objects.filter(pk=export.pk).update(rows_written=rows, progress_at=timezone.now())
+            Export.objects.filter(pk=export.pk, claimed_by=export.claimed_by).update(rows_written=rows)
             last[0] = rows
 
     return report
 
 
-def export_run(*, export: Export) -> Export:
-    """Write a claimed export's file under MEDIA_ROOT/exports/ and mark it done."""
+def export_run(*, export: Export, beat: Beat | None = None) -> Export:
+    """Write a claimed export's file under MEDIA_ROOT/exports/ and mark it done.
+
+    The export is held by ``export.claimed_by`` (set by ``export_claim``). The
+    file is moved into place in the same transaction that marks it done, and
+    only while that token still holds the export: a worker that lost its
+    lease (``beat`` says so, or the final update finds another holder) leaves
+    no file and changes nothing. LeaseLost is raised in that case.
+    """
+    token = export.claimed_by
     directory = Path(settings.MEDIA_ROOT) / EXPORT_DIR
     directory.mkdir(parents=True, exist_ok=True)
     name = f"{export.pk}-{export_filename(export.study, export.format)}"
     final = directory / name
     partial = directory / f".{name}.part"
-    report = _progress(export)
+    report = _progress(export, beat)
     try:
         if export.format == Export.Format.XLSX:
             rows = write_workbook(export.study, str(partial), rater_subset=export.rater_subset, progress=report)
@@ -139,19 +180,13 @@ def export_run(*, export: Export) -> Export:
             newline = "" if export.format == Export.Format.CSV else "\n"
             with open(partial, "w", encoding="utf-8", newline=newline) as out:
                 rows = writer(export.study, out, rater_subset=export.rater_subset, progress=report)
-        os.replace(partial, final)
+        with transaction.atomic():
+            if not job_finish(Export, pk=export.pk, token=token, file=f"{EXPORT_DIR}/{name}", rows_written=rows):
+                raise LeaseLost(f"export {export.pk} is no longer held by this worker")
+            # Inside the transaction: if the move fails, "done" is rolled back with it.
+            os.replace(partial, final)
     finally:
         partial.unlink(missing_ok=True)
-    with transaction.atomic():
-        updated = Export.objects.filter(pk=export.pk, status=Export.Status.RUNNING).update(
-            status=Export.Status.DONE,
-            file=f"{EXPORT_DIR}/{name}",
-            rows_written=rows,
-            finished_at=timezone.now(),
-        )
-    if not updated:
-        # Someone else finished or failed it meanwhile; our file is not the one on record.
-        final.unlink(missing_ok=True)
     export.refresh_from_db()
     return export
 

@@ -162,3 +162,21 @@ class TestImportItemsTask:
         item_import.refresh_from_db()
         assert item_import.status == "queued"
         assert Item.objects.count() == 0
+
+    def test_a_database_that_stays_away_fails_the_import_after_bounded_retries(self, study, researcher, monkeypatch):
+        from django.db import OperationalError
+
+        item_import = self.queued(study, researcher, b"id,text\nj1,x\n")
+
+        def lost(**kwargs):
+            raise OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr("annotation.importers.background.prepare", lost)
+        assert import_items_task.apply(args=[item_import.pk]).failed()
+        item_import.refresh_from_db()
+        assert item_import.status == "failed"
+        assert item_import.errors == [
+            "The import failed after 4 tries because the database was unavailable: "
+            "server closed the connection unexpectedly"
+        ]
+        assert Item.objects.count() == 0

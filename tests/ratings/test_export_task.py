@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django.utils import timezone
 from openpyxl import load_workbook
 
-from ratings.exports import services
+from annotation.jobs import lease_seconds
 from ratings.exports.services import export_claim, export_file_path, export_run
 from ratings.models import Export
 from ratings.tasks import export_study_task
@@ -41,16 +41,16 @@ class TestClaim:
         assert export_claim(export_id=export.pk) is None
 
     def test_an_export_abandoned_by_a_dead_worker_can_be_claimed_again(self, export):
-        long_ago = timezone.now() - services.STALE_AFTER - timedelta(minutes=1)
+        long_ago = timezone.now() - timedelta(seconds=lease_seconds() + 60)
         Export.objects.filter(pk=export.pk).update(
-            status=Export.Status.RUNNING, started_at=long_ago, progress_at=long_ago
+            status=Export.Status.RUNNING, started_at=long_ago, heartbeat_at=long_ago
         )
         assert export_claim(export_id=export.pk) is not None
 
     def test_a_running_export_that_reports_progress_is_left_alone(self, export):
-        long_ago = timezone.now() - services.STALE_AFTER - timedelta(minutes=1)
+        long_ago = timezone.now() - timedelta(seconds=lease_seconds() + 60)
         Export.objects.filter(pk=export.pk).update(
-            status=Export.Status.RUNNING, started_at=long_ago, progress_at=timezone.now()
+            status=Export.Status.RUNNING, started_at=long_ago, heartbeat_at=timezone.now()
         )
         assert export_claim(export_id=export.pk) is None
 
@@ -112,3 +112,69 @@ class TestFilePath:
         export.file = "../secret_key"
         with pytest.raises(FileNotFoundError):
             export_file_path(export)
+
+
+class TestLease:
+    def test_an_export_that_lost_its_lease_writes_no_file_and_is_not_marked_done(self, export, monkeypatch, settings):
+        from ratings.exports import services
+
+        real = services.write_workbook
+
+        def taken_over_midway(*args, **kwargs):
+            rows = real(*args, **kwargs)
+            # Meanwhile recovery found the heartbeat stale and another worker claimed the export.
+            Export.objects.filter(pk=export.pk).update(claimed_by="worker-2")
+            return rows
+
+        monkeypatch.setattr(services, "write_workbook", taken_over_midway)
+        result = export_study_task.apply(args=[export.pk])
+        assert result.successful()
+        export.refresh_from_db()
+        assert (export.status, export.claimed_by, export.file) == ("running", "worker-2", "")
+        assert list((Path(settings.MEDIA_ROOT) / "exports").iterdir()) == []
+
+    def test_the_workers_recover_an_export_whose_heartbeat_stopped(self, export, django_capture_on_commit_callbacks):
+        from annotation.tasks import recover_stale_jobs_task
+
+        silent = timezone.now() - timedelta(seconds=lease_seconds() + 5)
+        Export.objects.filter(pk=export.pk).update(
+            status=Export.Status.RUNNING, claimed_by="worker-1", attempts=1, started_at=silent, heartbeat_at=silent
+        )
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            recover_stale_jobs_task.apply()
+        export.refresh_from_db()
+        assert (export.status, export.claimed_by, len(callbacks)) == (Export.Status.QUEUED, "", 1)
+        # The task sent again is picked up by the next worker, which writes the file.
+        export_study_task.apply(args=[export.pk])
+        export.refresh_from_db()
+        assert export.status == Export.Status.DONE
+        assert export.attempts == 2
+        assert export_file_path(export).exists()
+
+
+class TestDatabaseErrors:
+    def test_a_database_error_retries_with_bounded_backoff_then_fails_with_the_reason(self, export, monkeypatch):
+        from annotation import job_tasks
+
+        def unavailable(**kwargs):
+            raise OperationalError("server closed the connection")
+
+        waits = []
+        real_retry = export_study_task.retry
+
+        def spy(*args, **kwargs):
+            waits.append(kwargs["countdown"])
+            return real_retry(*args, **kwargs)
+
+        monkeypatch.setattr("ratings.tasks.export_run", unavailable)
+        monkeypatch.setattr(export_study_task, "retry", spy)
+        result = export_study_task.apply(args=[export.pk])
+        assert result.failed()
+        assert waits == [10, 20, 40]
+        assert [job_tasks.backoff_seconds(n) for n in (0, 3, 5, 12)] == [10, 80, 300, 300]
+        export.refresh_from_db()
+        assert export.status == Export.Status.FAILED
+        assert export.error == (
+            "The export failed after 4 tries because the database was unavailable: server closed the connection"
+        )
+        assert export.attempts == 4
