@@ -32,8 +32,10 @@ from .task_types import TaskType, get_task_type
 STUDY_KEYS = ("name", "task_type", "config", *STUDY_SETTINGS, "state", "items", "items_file")
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 # Config settings every task type accepts besides its own: the items' language
-# (for the page's lang attribute and fonts) and the question shown above them.
-COMMON_CONFIG_KEYS = ("language", "question")
+# (for the page's lang attribute and fonts), the question shown above them, and the
+# slug of the contest study a HumorRank study links to (protocols.humorrank.SOURCE_LINK,
+# set by the protocol and by tournaments; without it their downloads did not load back).
+COMMON_CONFIG_KEYS = ("language", "question", "source_study")
 
 
 def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
@@ -53,13 +55,15 @@ class StudyFileSection:
     Apps register their sections in ``AppConfig.ready`` so this module never
     imports them: ``check(value)`` returns problems, ``load(owner=, value=,
     study=)`` writes inside the study's transaction, ``dump(study)`` returns
-    the value to write back (or None to leave the key out).
+    the value to write back (or None to leave the key out). ``schema``, if
+    given, is the section's JSON Schema for editors (annotation/study_file_schema.py).
     """
 
     key: str
     check: Callable[[Any], list[str]]
     load: Callable[..., Any]
     dump: Callable[[Study], Any]
+    schema: dict[str, Any] | None = None
 
 
 SECTIONS: dict[str, StudyFileSection] = {}

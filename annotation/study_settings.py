@@ -99,18 +99,14 @@ class StudySetting:
 
     def _range_problem(self, value: float) -> str | None:
         too_low = self.minimum is not None and value < self.minimum
-        too_high = (self.maximum is not None and value > self.maximum) or (
-            self.below is not None and value >= self.below
-        )
-        if not (too_low or too_high):
-            return None
-        if self.range_message:
-            return self.range_message
-        if too_low:
-            return f"Must be at least {self.minimum:g}."
-        if self.below is not None and value >= self.below:
-            return f"Must be below {self.below:g}."
-        return f"Must be at most {self.maximum}."
+        too_high = self.below is not None and value >= self.below
+        if too_low or too_high:
+            if self.range_message:
+                return self.range_message
+            return f"Must be at least {self.minimum:g}." if too_low else f"Must be below {self.below:g}."
+        if self.maximum is not None and value > self.maximum:
+            return f"Must be at most {self.maximum}."
+        return None
 
     def problems(self, value: Any) -> list[str]:
         """What is wrong with ``value`` for this setting, as sentences; empty when it is fine.
