@@ -4,7 +4,6 @@ import json
 from typing import Any
 
 from django import forms
-from django.core import validators
 
 from .json_limits import DataTooComplex, load_json
 from .models import Study
@@ -36,58 +35,73 @@ def _clean_config(raw: str, task_type: str) -> dict[str, Any]:
     return kind.config(config)
 
 
-def _setting_validator(setting: StudySetting):
-    def validate(value: Any) -> None:
-        problems = setting.problems(value)
-        if problems:
-            raise forms.ValidationError(problems)
+class _SettingField:
+    """Mixin: the field checks its value with the setting's own check first.
 
-    return validate
+    Django's bound validators stay (they give the browser its min/max/maxlength)
+    but only run once the setting's check, at least as strict, has passed: so
+    the page says what the API and a study file say.
+    """
+
+    def __init__(self, *, setting: StudySetting, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.setting = setting
+
+    def run_validators(self, value: Any) -> None:
+        if value not in self.empty_values:
+            problems = self.setting.problems(value)
+            if problems:
+                raise forms.ValidationError(problems)
+        super().run_validators(value)
 
 
-# Django's own bound checks on these fields are replaced by the setting's check, so the
-# page says what the API and a study file say; the bounds stay on the field for the
-# browser (min/max/maxlength attributes).
-_BOUND_VALIDATORS = (
-    validators.MinValueValidator,
-    validators.MaxValueValidator,
-    validators.MaxLengthValidator,
-    validators.ProhibitNullCharactersValidator,
-)
+class SettingIntegerField(_SettingField, forms.IntegerField):
+    pass
+
+
+class SettingFloatField(_SettingField, forms.FloatField):
+    pass
+
+
+class SettingChoiceField(_SettingField, forms.ChoiceField):
+    pass
+
+
+class SettingCharField(_SettingField, forms.CharField):
+    pass
 
 
 def setting_form_field(setting: StudySetting) -> forms.Field:
     """The form field of a study setting, from its declaration in annotation/study_settings.py."""
     common: dict[str, Any] = {
+        "setting": setting,
         "label": setting.label,
         "help_text": setting.help_text,
         "required": not (setting.nullable or (setting.kind in ("text", "url") and setting.allow_blank)),
     }
     invalid = {"invalid": setting.type_message}
     if setting.kind == "whole_number":
-        field: forms.Field = forms.IntegerField(
+        return SettingIntegerField(
             min_value=setting.minimum, max_value=setting.maximum, error_messages=invalid, **common
         )
-    elif setting.kind == "number":
-        field = forms.FloatField(min_value=setting.minimum, error_messages=invalid, **common)
+    if setting.kind == "number":
+        field = SettingFloatField(min_value=setting.minimum, error_messages=invalid, **common)
         if setting.below is not None:
-            # An open upper bound the browser cannot express with max=; the check below refuses it.
+            # The browser's max= includes the bound itself; the setting's check refuses it.
             field.widget.attrs["max"] = setting.below
-    elif setting.kind == "choice":
-        field = forms.ChoiceField(
+        return field
+    if setting.kind == "choice":
+        return SettingChoiceField(
             choices=setting.model_field.choices,
             error_messages={"invalid_choice": setting.choice_message},
             **common,
         )
+    if setting.multiline:
+        widget: forms.Widget = forms.Textarea(attrs={"rows": 3 if setting.name == "description" else 5})
     else:
-        if setting.multiline:
-            widget: forms.Widget = forms.Textarea(attrs={"rows": 3 if setting.name == "description" else 5})
-        else:
-            widget = forms.URLInput() if setting.kind == "url" else forms.TextInput()
-        field = forms.CharField(max_length=setting.max_length, widget=widget, **common)
-    field.validators = [v for v in field.validators if not isinstance(v, _BOUND_VALIDATORS)]
-    field.validators.append(_setting_validator(setting))
-    return field
+        widget = forms.URLInput() if setting.kind == "url" else forms.TextInput()
+    # A plain text field for URLs too: Django's URLField would quietly add a scheme the API and files refuse.
+    return SettingCharField(max_length=setting.max_length, widget=widget, **common)
 
 
 # The settings' fields, declared on a plain form so the model forms below inherit them.

@@ -243,7 +243,7 @@ class TestRejectingStudyFiles:
         )
         assert problems == [
             "config: unknown setting 'max_vote' (did you mean 'max_votes'?) for vote_allocation; "
-            "known settings: max_votes, allow_repeat, language, question."
+            "known settings: max_votes, allow_repeat, language, question, source_study."
         ]
 
     def test_an_invalid_config_value(self, tmp_path, researcher):
