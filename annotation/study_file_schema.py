@@ -19,8 +19,10 @@ from .study_settings import SETTINGS, StudySetting
 from .task_types import TASK_TYPES
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
-# Item ids and candidate keys: the loader reads a number as its text.
+# The loader reads a number as its text, and an optional field left null as empty.
 _TEXT_OR_NUMBER = {"type": ["string", "number"]}
+_OPTIONAL_TEXT = {"type": ["string", "number", "null"]}
+_OPTIONAL_OBJECT = ["object", "null"]
 
 
 def _setting_schema(setting: StudySetting) -> dict[str, Any]:
@@ -84,8 +86,11 @@ def _item_schema() -> dict[str, Any]:
         "properties": {
             "key": {**_TEXT_OR_NUMBER, "description": "Item-local id stored in judgments; never shown to raters."},
             "text": _TEXT_OR_NUMBER,
-            "context": {**_TEXT_OR_NUMBER, "description": "Its own prompt, when options come from different prompts."},
-            "provenance": {"type": "object", "description": "Generating model, source, ...; never shown to raters."},
+            "context": {**_OPTIONAL_TEXT, "description": "Its own prompt, when options come from different prompts."},
+            "provenance": {
+                "type": _OPTIONAL_OBJECT,
+                "description": "Generating model, source, ...; never shown to raters.",
+            },
         },
     }
     item = {
@@ -94,12 +99,15 @@ def _item_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "id": {**_TEXT_OR_NUMBER, "description": "Unique in the study, up to 200 characters."},
-            "prompt": {**_TEXT_OR_NUMBER, "description": "Shown above the text."},
-            "text": {**_TEXT_OR_NUMBER, "description": "The joke, response or headline being judged."},
-            "metadata": {"type": "object", "description": "Never shown to raters; kept for analysis."},
+            "prompt": {**_OPTIONAL_TEXT, "description": "Shown above the text."},
+            "text": {**_OPTIONAL_TEXT, "description": "The joke, response or headline being judged."},
+            "metadata": {"type": _OPTIONAL_OBJECT, "description": "Never shown to raters; kept for analysis."},
             "gold": {"description": "The known answer in the task type's value shape, or written plainly."},
-            "attention_check": {"type": ["boolean", "string", "integer"], "description": "yes/no, true/false, 1/0."},
-            "candidates": {"type": "array", "items": candidate},
+            "attention_check": {
+                "type": ["boolean", "string", "integer", "null"],
+                "description": "yes/no, true/false, 1/0.",
+            },
+            "candidates": {"type": ["array", "null"], "items": candidate},
         },
     }
     # Both lists come from the importer, so a key it learns shows up here as an unchecked one.
