@@ -7,8 +7,8 @@ from django import forms
 
 from .json_limits import DataTooComplex, load_json
 from .models import Study
-from .services.studies import STUDY_SETTINGS
 from .study_files import config_problems
+from .study_settings import SETTINGS, STUDY_SETTINGS, StudySetting
 from .task_types import TASK_TYPES, get_task_type
 
 SETTINGS_FIELDS = ["name", *STUDY_SETTINGS]
@@ -35,8 +35,81 @@ def _clean_config(raw: str, task_type: str) -> dict[str, Any]:
     return kind.config(config)
 
 
-class StudySettingsForm(forms.ModelForm):
-    """The settings shared by every study; the task configuration as JSON."""
+class _SettingField:
+    """Mixin: the field checks its value with the setting's own check first.
+
+    Django's bound validators stay (they give the browser its min/max/maxlength)
+    but only run once the setting's check, at least as strict, has passed: so
+    the page says what the API and a study file say.
+    """
+
+    def __init__(self, *, setting: StudySetting, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.setting = setting
+
+    def run_validators(self, value: Any) -> None:
+        if value not in self.empty_values:
+            problems = self.setting.problems(value)
+            if problems:
+                raise forms.ValidationError(problems)
+        super().run_validators(value)
+
+
+class SettingIntegerField(_SettingField, forms.IntegerField):
+    pass
+
+
+class SettingFloatField(_SettingField, forms.FloatField):
+    pass
+
+
+class SettingChoiceField(_SettingField, forms.ChoiceField):
+    pass
+
+
+class SettingCharField(_SettingField, forms.CharField):
+    pass
+
+
+def setting_form_field(setting: StudySetting) -> forms.Field:
+    """The form field of a study setting, from its declaration in annotation/study_settings.py."""
+    common: dict[str, Any] = {
+        "setting": setting,
+        "label": setting.label,
+        "help_text": setting.help_text,
+        "required": not (setting.nullable or (setting.kind in ("text", "url") and setting.allow_blank)),
+    }
+    invalid = {"invalid": setting.type_message}
+    if setting.kind == "whole_number":
+        return SettingIntegerField(
+            min_value=setting.minimum, max_value=setting.maximum, error_messages=invalid, **common
+        )
+    if setting.kind == "number":
+        field = SettingFloatField(min_value=setting.minimum, error_messages=invalid, **common)
+        if setting.below is not None:
+            # The browser's max= includes the bound itself; the setting's check refuses it.
+            field.widget.attrs["max"] = setting.below
+        return field
+    if setting.kind == "choice":
+        return SettingChoiceField(
+            choices=setting.model_field.choices,
+            error_messages={"invalid_choice": setting.choice_message},
+            **common,
+        )
+    if setting.multiline:
+        widget: forms.Widget = forms.Textarea(attrs={"rows": 3 if setting.name == "description" else 5})
+    else:
+        widget = forms.URLInput() if setting.kind == "url" else forms.TextInput()
+    # A plain text field for URLs too: Django's URLField would quietly add a scheme the API and files refuse.
+    return SettingCharField(max_length=setting.max_length, widget=widget, **common)
+
+
+# The settings' fields, declared on a plain form so the model forms below inherit them.
+_SettingsFields = type("_SettingsFields", (forms.Form,), {s.name: setting_form_field(s) for s in SETTINGS})
+
+
+class StudySettingsForm(_SettingsFields, forms.ModelForm):
+    """The settings shared by every study (built from annotation/study_settings.py); the task configuration as JSON."""
 
     config = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}),
@@ -44,17 +117,18 @@ class StudySettingsForm(forms.ModelForm):
         help_text="The task type's settings as a JSON object; leave empty for its defaults.",
     )
 
+    field_order = [*SETTINGS_FIELDS, "config"]
+
     class Meta:
         model = Study
-        fields = SETTINGS_FIELDS
-        widgets = {
-            "description": forms.Textarea(attrs={"rows": 3}),
-            "consent_text": forms.Textarea(attrs={"rows": 5}),
-            "instructions_text": forms.Textarea(attrs={"rows": 5}),
-        }
+        # Only the name is the model's field; the settings come from their declarations.
+        fields = ["name"]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        for name in STUDY_SETTINGS:
+            # Meta.fields holds only the name, so the model form does not fill these in itself.
+            self.initial.setdefault(name, getattr(self.instance, name))
         if self.instance.pk and not self.is_bound:
             self.initial["config"] = json.dumps(self.instance.config, indent=2, ensure_ascii=False)
         code = self.fields["completion_code"]
@@ -67,21 +141,9 @@ class StudySettingsForm(forms.ModelForm):
     def clean_config(self) -> dict[str, Any]:
         return _clean_config(self.cleaned_data.get("config", ""), self.task_type_name())
 
-    def clean_attention_check_rate(self) -> float:
-        rate = self.cleaned_data["attention_check_rate"]
-        if not 0 <= rate < 1:
-            raise forms.ValidationError("Give a share from 0 up to (not including) 1, e.g. 0.1 for one item in ten.")
-        return rate
-
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).
         return self.cleaned_data["completion_code"].strip() or self.instance.completion_code
-
-    def clean_quota_per_item(self) -> int:
-        quota = self.cleaned_data["quota_per_item"]
-        if quota < 1:
-            raise forms.ValidationError("Each item needs at least one judgment.")
-        return quota
 
     def changes(self) -> dict[str, Any]:
         """The cleaned settings as keyword arguments for the study services."""

@@ -26,38 +26,16 @@ from .importers.readers import detect_format, read_rows
 from .json_limits import DataTooComplex, LimitPassed, load_json, load_yaml
 from .models import Candidate, Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
+from .study_settings import SETTINGS, STUDY_SETTINGS
 from .task_types import TaskType, get_task_type
 
-TEXT_KEYS = (
-    "description",
-    "protocol",
-    "consent_text",
-    "instructions_text",
-    "completion_code",
-    "completion_redirect_url",
-)
-WHOLE_NUMBER_KEYS = ("quota_per_item", "per_rater_cap", "attention_check_max_failures")
-NUMBER_KEYS = ("attention_check_rate", "min_seconds_per_item")
-CHOICE_KEYS = {
-    "item_order": Study.ItemOrder.values,
-    "attention_check_policy": Study.AttentionPolicy.values,
-    "state": Study.State.values,
-}
-STUDY_KEYS = (
-    "name",
-    "task_type",
-    "config",
-    *TEXT_KEYS,
-    *WHOLE_NUMBER_KEYS,
-    *NUMBER_KEYS,
-    *CHOICE_KEYS,
-    "items",
-    "items_file",
-)
+STUDY_KEYS = ("name", "task_type", "config", *STUDY_SETTINGS, "state", "items", "items_file")
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 # Config settings every task type accepts besides its own: the items' language
-# (for the page's lang attribute and fonts) and the question shown above them.
-COMMON_CONFIG_KEYS = ("language", "question")
+# (for the page's lang attribute and fonts), the question shown above them, and the
+# slug of the contest study a HumorRank study links to (protocols.humorrank.SOURCE_LINK,
+# set by the protocol and by tournaments; without it their downloads did not load back).
+COMMON_CONFIG_KEYS = ("language", "question", "source_study")
 
 
 def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
@@ -77,13 +55,15 @@ class StudyFileSection:
     Apps register their sections in ``AppConfig.ready`` so this module never
     imports them: ``check(value)`` returns problems, ``load(owner=, value=,
     study=)`` writes inside the study's transaction, ``dump(study)`` returns
-    the value to write back (or None to leave the key out).
+    the value to write back (or None to leave the key out). ``schema``, if
+    given, is the section's JSON Schema for editors (annotation/study_file_schema.py).
     """
 
     key: str
     check: Callable[[Any], list[str]]
     load: Callable[..., Any]
     dump: Callable[[Study], Any]
+    schema: dict[str, Any] | None = None
 
 
 SECTIONS: dict[str, StudyFileSection] = {}
@@ -153,43 +133,19 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
 
 
 def _check_settings(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The file's study settings, checked by their declarations (annotation/study_settings.py)."""
     options: dict[str, Any] = {}
-    for key in TEXT_KEYS:
-        if key in data and data[key] is not None:
-            if not isinstance(data[key], str):
-                problems.append(f"{key}: must be text.")
-            elif NUL in data[key]:
-                problems.append(f"{key}: holds a NUL character (0x00); remove it.")
-            else:
-                options[key] = data[key].strip()
-    for key in WHOLE_NUMBER_KEYS:
-        if key not in data:
+    for setting in SETTINGS:
+        if setting.name not in data:
             continue
-        value = data[key]
-        if value is None and key == "per_rater_cap":
-            options[key] = None
-        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            problems.append(f"{key}: must be a whole number of at least 0, not {value!r}.")
+        value = data[setting.name]
+        if value is None and setting.kind in ("text", "url") and not setting.nullable:
+            continue  # YAML reads `key:` with nothing after it as null: the key is left as it is
+        found = setting.problems(value)
+        if found:
+            problems.extend(f"{setting.name}: {message}" for message in found)
         else:
-            options[key] = value
-    if options.get("quota_per_item") == 0:
-        problems.append("quota_per_item: must be at least 1.")
-    for key in NUMBER_KEYS:
-        if key not in data:
-            continue
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            problems.append(f"{key}: must be a number of at least 0, not {value!r}.")
-        else:
-            options[key] = float(value)
-    if options.get("attention_check_rate", 0) >= 1:
-        problems.append("attention_check_rate: must be below 1 (it is the share of a rater's items that are checks).")
-    for key, allowed in CHOICE_KEYS.items():
-        if key in data and key != "state":
-            if data[key] not in allowed:
-                problems.append(f"{key}: must be one of {', '.join(allowed)}, not {data[key]!r}.")
-            else:
-                options[key] = data[key]
+            options[setting.name] = setting.clean(value)
     return options
 
 
@@ -364,11 +320,11 @@ ITEM_CHUNK = 500
 def study_file_settings(study: Study) -> dict[str, Any]:
     """Everything of the study file before its items: name, task type, config and settings."""
     data: dict[str, Any] = {"name": study.name, "task_type": study.task_type, "config": study.config}
-    for key in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS, *NUMBER_KEYS):
-        data[key] = getattr(study, key)
-    # Plain strings: a study not reloaded since it was created holds enum members, which YAML cannot write.
-    for key in ("item_order", "attention_check_policy", "state"):
-        data[key] = str(getattr(study, key))
+    for setting in SETTINGS:
+        value = getattr(study, setting.name)
+        # Plain strings: a study not reloaded since it was created holds enum members, which YAML cannot write.
+        data[setting.name] = str(value) if setting.kind == "choice" else value
+    data["state"] = str(study.state)
     return data
 
 

@@ -4,43 +4,95 @@ Inputs only check shapes; the study services and the task types do the
 real validation, and their messages come back to the client unchanged.
 """
 
+from typing import Any
+
 from django.urls import reverse
 from rest_framework import serializers
 
 from ..importers.cells import CellProblem, json_ready
 from ..models import Candidate, Item, ItemImport, Judgment, Rater, Study
-from ..services.studies import STUDY_SETTINGS
+from ..study_settings import SETTINGS, STUDY_SETTINGS, StudySetting
 from ..task_types import TASK_TYPES
 from .json_input import BoundedJSONField
 
 IMPORT_STATUS_HELP = "One of: " + ", ".join(ItemImport.Status.values) + "."
 
 
+class _SettingField:
+    """Mixin: the field checks its value with the setting's own check first.
+
+    DRF's own bound validators stay on the field (the OpenAPI schema is read
+    from them) but only run once the setting's check, at least as strict,
+    has passed: so a client reads what the study page and a study file say.
+    """
+
+    def __init__(self, *, setting: StudySetting, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.setting = setting
+
+    def run_validators(self, value: Any) -> None:
+        problems = self.setting.problems(value)
+        if problems:
+            raise serializers.ValidationError(problems)
+        super().run_validators(value)
+
+
+class SettingIntegerField(_SettingField, serializers.IntegerField):
+    pass
+
+
+class SettingFloatField(_SettingField, serializers.FloatField):
+    pass
+
+
+class SettingChoiceField(_SettingField, serializers.ChoiceField):
+    pass
+
+
+class SettingCharField(_SettingField, serializers.CharField):
+    pass
+
+
+class SettingURLField(_SettingField, serializers.URLField):
+    pass
+
+
+def setting_api_field(setting: StudySetting) -> serializers.Field:
+    """The input field of a study setting, from its declaration in annotation/study_settings.py."""
+    common: dict[str, Any] = {"setting": setting, "required": False, "help_text": setting.help_text}
+    invalid = {"invalid": setting.type_message}
+    if setting.kind == "whole_number":
+        return SettingIntegerField(
+            min_value=setting.minimum,
+            max_value=setting.maximum,
+            allow_null=setting.nullable,
+            error_messages=invalid,
+            **common,
+        )
+    if setting.kind == "number":
+        return SettingFloatField(min_value=setting.minimum, error_messages=invalid, **common)
+    if setting.kind == "choice":
+        return SettingChoiceField(
+            choices=setting.model_field.choices,
+            error_messages={"invalid_choice": setting.choice_message},
+            **common,
+        )
+    text_field = SettingURLField if setting.kind == "url" else SettingCharField
+    return text_field(
+        max_length=setting.max_length,
+        allow_blank=setting.allow_blank,
+        error_messages={**invalid, "blank": "Must not be empty."},
+        **common,
+    )
+
+
 class StudySettingsInput(serializers.Serializer):
     """Every setting is optional: what is left out keeps its default (or its current value)."""
 
+    # The settings' own fields are built from annotation/study_settings.py, below the class.
+
     name = serializers.CharField(max_length=200, required=False)
     config = BoundedJSONField(nul=False, required=False, help_text="The task type's settings; see docs/study-files.md.")
-    description = serializers.CharField(required=False, allow_blank=True)
-    protocol = serializers.CharField(max_length=40, required=False, allow_blank=True)
-    quota_per_item = serializers.IntegerField(min_value=1, required=False)
-    per_rater_cap = serializers.IntegerField(min_value=0, required=False, allow_null=True)
-    item_order = serializers.ChoiceField(choices=Study.ItemOrder.choices, required=False)
-    attention_check_rate = serializers.FloatField(
-        min_value=0, required=False, help_text="Share of a rater's items that are attention checks, below 1."
-    )
-    attention_check_policy = serializers.ChoiceField(choices=Study.AttentionPolicy.choices, required=False)
-    attention_check_max_failures = serializers.IntegerField(min_value=0, required=False)
-    min_seconds_per_item = serializers.FloatField(min_value=0, required=False)
-    consent_text = serializers.CharField(required=False, allow_blank=True)
-    instructions_text = serializers.CharField(required=False, allow_blank=True)
-    completion_code = serializers.CharField(max_length=64, required=False)
-    completion_redirect_url = serializers.URLField(required=False, allow_blank=True)
-
-    def validate_attention_check_rate(self, value: float) -> float:
-        if value >= 1:
-            raise serializers.ValidationError("Must be below 1 (it is a share of the rater's items).")
-        return value
 
     def validate_config(self, value):
         if not isinstance(value, dict):
@@ -51,6 +103,12 @@ class StudySettingsInput(serializers.Serializer):
         except CellProblem as exc:
             raise serializers.ValidationError(str(exc)) from None
         return value
+
+
+for _setting in SETTINGS:
+    # DRF collects declared fields when the class is made; these join them after ``config``, in
+    # the declarations' order, and StudyCreateInput below inherits them like any declared field.
+    StudySettingsInput._declared_fields[_setting.name] = setting_api_field(_setting)
 
 
 class StudyCreateInput(StudySettingsInput):

@@ -11,25 +11,17 @@ from django.utils.text import slugify
 
 from ..audit import audit_record, diff
 from ..models import AuditEntry, Candidate, Item, Study
+from ..study_settings import STUDY_SETTINGS, study_settings_problems
 from ..task_types import get_task_type
 
-# The study settings a researcher may set, in the order forms and the API show them.
-STUDY_SETTINGS = (
-    "description",
-    "protocol",
-    "quota_per_item",
-    "per_rater_cap",
-    "item_order",
-    "attention_check_rate",
-    "attention_check_policy",
-    "attention_check_max_failures",
-    "min_seconds_per_item",
-    "consent_text",
-    "instructions_text",
-    "completion_code",
-    "completion_redirect_url",
-)
 STUDY_FIELDS = frozenset(STUDY_SETTINGS)
+
+
+def _check_settings(values: dict[str, Any]) -> None:
+    """Refuse bad settings with the messages every other way in gives (annotation/study_settings.py)."""
+    problems = study_settings_problems(values)
+    if problems:
+        raise ValidationError(problems)
 
 
 @dataclass
@@ -84,6 +76,7 @@ def study_create(
         raise ValidationError(f"Unknown study setting(s): {', '.join(sorted(unknown))}.")
     if not name.strip():
         raise ValidationError("A study needs a name.")
+    _check_settings(options)
     kind = get_task_type(task_type)
     study = Study(owner=owner, name=name.strip(), task_type=task_type, config=kind.config(config), **options)
     study.slug = _unique_slug(name)
@@ -101,6 +94,7 @@ def study_update(*, study: Study, actor: AbstractBaseUser | None = None, **chang
         raise ValidationError(f"Unknown study setting(s): {', '.join(sorted(unknown))}.")
     if "config" in changes and study.judgments.exists():
         raise ValidationError("The task configuration cannot change once judgments exist.")
+    _check_settings(changes)
     # Read from the database: a ModelForm has already put the new values on ``study``.
     before = Study.objects.filter(pk=study.pk).values(*changes).first() or {}
     for key, value in changes.items():

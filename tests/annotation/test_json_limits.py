@@ -202,7 +202,7 @@ class TestStudyPages:
         [
             ({"config": '{"points": ' + DEEP + "}"}, "points: nested more than 32 levels deep"),
             ({"config": '{"points": [' + HUGE_NUMBER + "]}"}, "points[0]: a number with 5,000 digits"),
-            ({"quota_per_item": HUGE_NUMBER}, "Enter a whole number."),
+            ({"quota_per_item": HUGE_NUMBER}, "Must be a whole number."),
         ],
     )
     def test_the_new_study_form_explains_and_creates_nothing(self, client, researcher, overrides, message):

@@ -149,7 +149,7 @@ class TestStudyNew:
 
     def test_it_rejects_an_attention_rate_of_one_or_more(self, rita):
         response = rita.post(self.url, self.form(attention_check_rate=1))
-        assert b"Give a share from 0 up to" in response.content
+        assert b"Must be a share from 0 up to" in response.content
         assert Study.objects.count() == 0
 
     def test_it_needs_the_csrf_token(self, csrf_client, researcher):

@@ -243,7 +243,7 @@ class TestRejectingStudyFiles:
         )
         assert problems == [
             "config: unknown setting 'max_vote' (did you mean 'max_votes'?) for vote_allocation; "
-            "known settings: max_votes, allow_repeat, language, question."
+            "known settings: max_votes, allow_repeat, language, question, source_study."
         ]
 
     def test_an_invalid_config_value(self, tmp_path, researcher):
@@ -276,9 +276,12 @@ class TestRejectingStudyFiles:
             state: running
         """,
         )
-        assert "quota_per_item: must be at least 1." in problems
-        assert any(p.startswith("attention_check_rate: must be below 1") for p in problems)
-        assert "item_order: must be one of random_per_rater, shared_random, as_listed, not 'alphabetical'." in problems
+        assert "quota_per_item: Must be at least 1: each item needs at least one judgment." in problems
+        assert any(
+            p.startswith("attention_check_rate: Must be a share from 0 up to (not including) 1") for p in problems
+        )
+        assert "item_order: Must be one of random_per_rater, shared_random, as_listed." in problems
+        assert "completion_redirect_url: Must be a web address starting with http:// or https://." in problems
         assert "state: must be one of draft, open, closed, not 'running'." in problems
 
     def test_an_unquoted_yes_read_by_yaml_as_a_boolean_gold(self, tmp_path, researcher):
