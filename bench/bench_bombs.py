@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Throw hostile requests at a production-like deployment and watch it keep answering.
 
-    .venv/bin/python bench/bench_bombs.py [--items 100000] [--redis-url redis://127.0.0.1:6379/13]
+    .venv/bin/python bench/bench_bombs.py [--items 100000] [--redis-url redis://127.0.0.1:6379/0]
 
 It creates a scratch PostgreSQL database (``fb_bombs_<pid>`` on the server that
 ``--database-url`` or ``DATABASE_URL`` points at), migrates it, and starts what
@@ -15,7 +15,8 @@ after another, the requests a hostile co-tenant could send:
 - a study whose configuration is nested 100,000 deep, and a 5,000-digit quota;
 - a prompt template ``{{ "a"|ljust:"1000000000" }}`` and ``{% include "/etc/passwd" %}``;
 - the progress API and the study-file download of a study of ``--items`` items;
-- a protocol (JEST) import of a ~24 MB ratings CSV.
+- a JSON list of ``--json-items`` items through the API, and a protocol (JEST)
+  import of a ~24 MB ratings CSV through the page.
 
 While each request runs, a probe thread fetches the login page every 0.2 s:
 the figure that matters is the slowest probe answer during the bomb (the web
@@ -315,7 +316,7 @@ def _follow_job(client, study_pk: int, answer, *, job_wait: float) -> tuple[str,
     except ValueError:
         return str(answer.status_code), _excerpt(answer.text)
     status = body.get("status") if isinstance(body, dict) else None
-    job_id = body.get("id") if isinstance(body, dict) else None
+    job_id = (body.get("import_id") or body.get("id")) if isinstance(body, dict) else None
     if status not in {"queued", "running"} or job_id is None:
         return str(answer.status_code), _excerpt(json.dumps(body, ensure_ascii=False))
     deadline = time.monotonic() + job_wait
@@ -472,15 +473,19 @@ def run(args: argparse.Namespace) -> list[Outcome]:
                             headers={"Referer": f"{server.url}/studies/{study.pk}/protocol-import/"},
                         )
                         said = f"{len(payload) / 1e6:.0f} MB sent; " + _excerpt(answer.text)
-                        # A job page polls; follow it until it stops saying it is queued or running.
+                        # Big files go to the worker: follow the import record until it ends (bounded).
+                        from annotation.models import ItemImport
+
                         deadline = time.monotonic() + args.job_wait
-                        location = answer.headers.get("location")
-                        while location and time.monotonic() < deadline:
-                            page = web.get(location)
-                            text = _excerpt(page.text, 400)
-                            if not re.search(r"\b(queued|running|Importing)\b", text):
-                                return f"{answer.status_code}→{page.status_code}", _excerpt(text)
+                        job = ItemImport.objects.filter(study=study).order_by("-pk").first()
+                        while job is not None and job.status in {"queued", "running"}:
+                            if time.monotonic() > deadline:
+                                return f"{answer.status_code}→still running", said
                             time.sleep(1)
+                            job.refresh_from_db()
+                        if job is not None:
+                            outcome = f"{job.status}: {job.items_created} items, {job.judgments_created} answers"
+                            return f"{answer.status_code}→{job.status}", f"{len(payload) / 1e6:.0f} MB sent; {outcome}"
                         return str(answer.status_code), said
                     finally:
                         web.close()
@@ -509,6 +514,16 @@ def run(args: argparse.Namespace) -> list[Outcome]:
                 measure("template include /etc/passwd", template('{% include "/etc/passwd" %}'))
                 measure(f"progress API, {args.items:,} items", get(f"/api/studies/{big_pk}/progress/"))
                 measure(f"study file, {args.items:,} items", get(f"/studies/{big_pk}/study-file/", session=True))
+
+                def items_json():
+                    pk = _study(api, f"JSON list {time.time()}")
+                    items = [
+                        {"id": f"j{i}", "text": f"Joke number {i} walks into a bar."} for i in range(args.json_items)
+                    ]
+                    answer = api.post(f"/api/studies/{pk}/items/import/", json={"items": items})
+                    return _follow_job(api, pk, answer, job_wait=args.job_wait)
+
+                measure(f"JSON list of {args.json_items:,} items (API)", items_json)
                 measure(f"protocol import {args.protocol_mb} MB CSV", protocol_import)
             watch.stop.set()
     finally:
@@ -529,10 +544,11 @@ def run(args: argparse.Namespace) -> list[Outcome]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", DEFAULT_SERVER))
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/13")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--items", type=int, default=100_000, help="items in the big study (progress, study file)")
     parser.add_argument("--inflate-mb", type=int, default=100, help="size of the shared-strings bomb once inflated")
     parser.add_argument("--job-wait", type=float, default=300.0, help="seconds to follow a background job")
+    parser.add_argument("--json-items", type=int, default=100_000, help="items in the API's JSON list")
     parser.add_argument("--protocol-mb", type=int, default=24, help="size of the JEST ratings CSV")
     args = parser.parse_args()
     print(
