@@ -60,6 +60,8 @@ class StudySettingsForm(forms.ModelForm):
         code = self.fields["completion_code"]
         code.required = False
         code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
+        # Left out of a form posted before the setting existed: keep what the study has.
+        self.fields["recruitment"].required = False
 
     def task_type_name(self) -> str:
         return self.instance.task_type
@@ -72,6 +74,9 @@ class StudySettingsForm(forms.ModelForm):
         if not 0 <= rate < 1:
             raise forms.ValidationError("Give a share from 0 up to (not including) 1, e.g. 0.1 for one item in ten.")
         return rate
+
+    def clean_recruitment(self) -> str:
+        return self.cleaned_data.get("recruitment") or self.instance.recruitment
 
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).

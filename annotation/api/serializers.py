@@ -36,6 +36,17 @@ class StudySettingsInput(serializers.Serializer):
     instructions_text = serializers.CharField(required=False, allow_blank=True)
     completion_code = serializers.CharField(max_length=64, required=False)
     completion_redirect_url = serializers.URLField(required=False, allow_blank=True)
+    completion_message = serializers.CharField(required=False, allow_blank=True)
+    recruitment = serializers.ChoiceField(choices=Study.Recruitment.choices, required=False)
+    no_work_code = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    no_work_redirect_url = serializers.URLField(required=False, allow_blank=True)
+    no_work_message = serializers.CharField(required=False, allow_blank=True)
+    failed_checks_code = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    failed_checks_redirect_url = serializers.URLField(required=False, allow_blank=True)
+    failed_checks_message = serializers.CharField(required=False, allow_blank=True)
+    declined_code = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    declined_redirect_url = serializers.URLField(required=False, allow_blank=True)
+    declined_message = serializers.CharField(required=False, allow_blank=True)
 
     def validate_attention_check_rate(self, value: float) -> float:
         if value >= 1:

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from ..models import Assignment, Enrollment, Item, Rater, Study
+from ..models import Assignment, Enrollment, Item, Rater, Study, counted_raters
 from ..task_types import get_task_type
 from .ordering import candidate_rng, item_sort_key
 
@@ -40,15 +40,25 @@ def _lease_seconds() -> int:
 
 
 def holding_filter(now: datetime) -> Q:
-    """Assignments that count against an item's quota: done, or leased and not expired."""
-    return Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
+    """Assignments that count against an item's quota: done, or leased and not expired.
+
+    A researcher's preview never takes a place from a participant.
+    """
+    held = Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
+    return held & counted_raters()
 
 
 def _holding_items(now: datetime) -> Q:
     """``holding_filter`` seen from Item, for counting an item's holders in a join."""
-    return Q(assignments__state=Assignment.State.DONE) | Q(
+    held = Q(assignments__state=Assignment.State.DONE) | Q(
         assignments__state=Assignment.State.LEASED, assignments__lease_expires_at__gt=now
     )
+    return held & counted_raters("assignments__rater")
+
+
+def _bound_by_quota(rater: Rater) -> bool:
+    # A preview walks through every item whatever the quota: it holds no place (see holding_filter).
+    return not rater.is_preview
 
 
 def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) -> int:
@@ -99,6 +109,7 @@ def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
     _lock_item(current.item_id, wait=True)
     if (
         current.item.is_attention_check
+        or not _bound_by_quota(enrollment.rater)
         or item_holders(current.item_id, now, exclude_id=current.pk) < enrollment.study.quota_per_item
     ):
         renewed = _renew(current, now)
@@ -130,7 +141,7 @@ def _lease_if_room(
     """
     savepoint = transaction.savepoint_create()
     item = _lock_item(item_id, wait=wait)
-    if item is not None and item_holders(item_id, now) < study.quota_per_item:
+    if item is not None and (not _bound_by_quota(rater) or item_holders(item_id, now) < study.quota_per_item):
         assignment = _create(study, rater, item, sequence, now)
         transaction.savepoint_commit(savepoint)
         return assignment, False
@@ -191,12 +202,12 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
                 return NextItem(_create(study, rater, Item.objects.get(pk=check[0]), sequence, now))
 
     # Items with room under the quota, their holders counted in the same query.
-    rows = (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(held=Count("assignments", filter=_holding_items(now)))
-        .filter(held__lt=study.quota_per_item)
-        .values_list("pk", "position")
-    )
+    rows = Item.objects.filter(study=study, is_attention_check=False)
+    if _bound_by_quota(rater):
+        rows = rows.annotate(held=Count("assignments", filter=_holding_items(now))).filter(
+            held__lt=study.quota_per_item
+        )
+    rows = rows.values_list("pk", "position")
     open_items = sorted(
         (row for row in rows if row[0] not in seen),
         key=lambda row: item_sort_key(study=study, rater_id=rater.pk, item_id=row[0], position=row[1]),

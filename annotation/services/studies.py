@@ -26,8 +26,19 @@ STUDY_SETTINGS = (
     "min_seconds_per_item",
     "consent_text",
     "instructions_text",
+    "recruitment",
     "completion_code",
     "completion_redirect_url",
+    "completion_message",
+    "no_work_code",
+    "no_work_redirect_url",
+    "no_work_message",
+    "failed_checks_code",
+    "failed_checks_redirect_url",
+    "failed_checks_message",
+    "declined_code",
+    "declined_redirect_url",
+    "declined_message",
 )
 STUDY_FIELDS = frozenset(STUDY_SETTINGS)
 
