@@ -82,6 +82,9 @@ class Study(models.Model):
     declined_redirect_url = models.URLField(blank=True)
     declined_message = models.TextField(blank=True)
     recruitment = models.CharField(max_length=10, choices=Recruitment, default=Recruitment.OTHER)
+    min_answers = models.PositiveIntegerField(
+        default=1, help_text="Answers to regular items a participant must give before the completion code."
+    )
     entry_token = models.CharField(max_length=40, unique=True, default=_token)
     seed = models.PositiveIntegerField(default=_seed)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)

@@ -220,7 +220,6 @@ from datetime import datetime as _datetime  # noqa: E402
 
 from django.db.models import Count as _Count  # noqa: E402
 from django.db.models import OuterRef as _OuterRef  # noqa: E402
-from django.db.models import Q as _Q  # noqa: E402
 from django.db.models import Subquery as _Subquery  # noqa: E402
 from django.db.models import Value as _Value  # noqa: E402
 from django.db.models.functions import Coalesce as _Coalesce  # noqa: E402
@@ -233,6 +232,7 @@ from .models import Judgment as _Judgment  # noqa: E402
 from .models import Rater as _Rater  # noqa: E402
 from .models import Study as _Study  # noqa: E402
 from .services.assignment import holding_filter as _holding_filter  # noqa: E402
+from .services.assignment import items_short_of_quota as _items_short_of_quota  # noqa: E402
 
 
 @_dataclass(frozen=True)
@@ -330,6 +330,19 @@ def has_judged(*, enrollment: _Enrollment) -> bool:
     return _Judgment.objects.filter(study=enrollment.study, rater=enrollment.rater).exists()
 
 
+def has_done_enough(*, enrollment: _Enrollment) -> bool:
+    """Whether the rater gave the answers the study asks for before its completion code.
+
+    At the default of one, any answer will do (attention checks included, as before);
+    a higher minimum counts answers to regular items only.
+    """
+    study = enrollment.study
+    if study.min_answers <= 1:
+        return has_judged(enrollment=enrollment)
+    answered = _Judgment.objects.filter(study=study, rater=enrollment.rater, item__is_attention_check=False)
+    return answered.count() >= study.min_answers
+
+
 @_dataclass(frozen=True)
 class RankedResponse:
     rank: int
@@ -395,13 +408,7 @@ def study_is_full(*, study: _Study) -> bool:
 
     Only finished answers count; an item merely leased may still come free.
     """
-    done = _Q(assignments__state=_Assignment.State.DONE) & counted_raters("assignments__rater")
-    with_room = (
-        _Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(done=_Count("assignments", filter=done))
-        .filter(done__lt=study.quota_per_item)
-    )
-    return not with_room.exists()
+    return not _items_short_of_quota(study=study).exists()
 
 
 @_dataclass(frozen=True)

@@ -38,6 +38,7 @@ class StudySettingsInput(serializers.Serializer):
     completion_redirect_url = serializers.URLField(required=False, allow_blank=True)
     completion_message = serializers.CharField(required=False, allow_blank=True)
     recruitment = serializers.ChoiceField(choices=Study.Recruitment.choices, required=False)
+    min_answers = serializers.IntegerField(min_value=0, required=False)
     no_work_code = serializers.CharField(max_length=64, required=False, allow_blank=True)
     no_work_redirect_url = serializers.URLField(required=False, allow_blank=True)
     no_work_message = serializers.CharField(required=False, allow_blank=True)

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Item, Rater, Study, counted_raters
@@ -32,7 +32,9 @@ class NextItem:
     """What a rater should see next: an assignment, or why there is none."""
 
     assignment: Assignment | None
-    reason: str = ""  # "", "cap_reached", "exhausted", "ended", "closed"
+    # "", "cap_reached", "exhausted", "ended", "closed", or "waiting": every item
+    # this rater could still get is leased to someone else and may come free.
+    reason: str = ""
 
 
 def _lease_seconds() -> int:
@@ -225,7 +227,29 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
         assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
         if assignment is not None:
             return NextItem(assignment)
+    if _bound_by_quota(rater) and _may_free_up(study, rater):
+        # Not finished: squatters' leases run out, and the rater must be there to take the items.
+        return NextItem(None, "waiting")
     return NextItem(None, "exhausted")
+
+
+def items_short_of_quota(*, study: Study) -> QuerySet[Item]:
+    """Regular items with fewer finished answers than the quota: work that someone may still do.
+
+    Leases do not count here: a leased item comes free again when its lease runs out.
+    """
+    done = Q(assignments__state=Assignment.State.DONE) & counted_raters("assignments__rater")
+    return (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(done=Count("assignments", filter=done))
+        .filter(done__lt=study.quota_per_item)
+    )
+
+
+def _may_free_up(study: Study, rater: Rater) -> bool:
+    """Whether an item the rater has not seen is still short of its quota in finished answers."""
+    mine = Assignment.objects.filter(study=study, rater=rater).values("item_id")
+    return items_short_of_quota(study=study).exclude(pk__in=mine).exists()
 
 
 def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int = 0) -> Assignment:

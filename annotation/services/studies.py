@@ -27,6 +27,7 @@ STUDY_SETTINGS = (
     "consent_text",
     "instructions_text",
     "recruitment",
+    "min_answers",
     "completion_code",
     "completion_redirect_url",
     "completion_message",

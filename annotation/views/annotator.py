@@ -26,7 +26,7 @@ from ..models import Assignment, Enrollment, Invitation, Rater, Study
 from ..ratelimit import entry_rate_limited
 from ..selectors import (
     annotator_progress,
-    has_judged,
+    has_done_enough,
     leaderboard_prompts,
     outcome_for,
     shown_item,
@@ -54,6 +54,8 @@ LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # Reasons next_assignment gives that mean the rater is finished for good.
 FINISHED = {"exhausted", "cap_reached", "ended"}
 LEADERBOARD_PROMPTS_SHOWN = 50
+# How often the "more items may free up" page asks again (htmx polling).
+WAITING_RETRY_SECONDS = 15
 
 
 # -- helpers: the rater in this session ------------------------------------------
@@ -372,6 +374,8 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     if nxt.assignment is None:
         if nxt.reason in FINISHED:
             enrollment_complete(enrollment=enrollment)
+        if nxt.reason == "waiting":
+            return _waiting(request, enrollment, notice=error)
         if error:
             # The late answer's item went to someone else and nothing is left: say so on the next page.
             messages.info(request, error)
@@ -384,6 +388,24 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
     template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
     return render(request, template, context, status=422 if error else 200)
+
+
+def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") -> HttpResponse:
+    """Every item left is leased to someone else: not finished, the page asks again by itself."""
+    study = enrollment.study
+    context = {
+        "study": study,
+        "waiting": True,
+        "question": "More items may free up",
+        "notice": notice,
+        "progress": annotator_progress(enrollment=enrollment),
+        "retry_seconds": WAITING_RETRY_SECONDS,
+        "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
+    template = "annotation/item.html#waiting-card" if request.htmx else "annotation/item.html"
+    return render(request, template, context)
 
 
 @never_cache
@@ -399,7 +421,7 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
         outcome = "ended"
     elif enrollment.completed_at is None:
         outcome = "closed"
-    elif has_judged(enrollment=enrollment):
+    elif has_done_enough(enrollment=enrollment):
         outcome = "complete"
     else:
         outcome = "empty"
