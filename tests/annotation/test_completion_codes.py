@@ -184,3 +184,79 @@ class TestLateAnswer:
         assert "No items left" in body
         shows_only(body, "EMPTY-2")
         assert not Judgment.objects.filter(assignment=mine).exists()
+
+
+def squat(study, n: int) -> list[Enrollment]:
+    """n made-up participant ids that each open one item and walk away."""
+    squatters = [enroll_crowdworker(study=study, participant_id=f"squatter-{i}") for i in range(n)]
+    for squatter in squatters:
+        next_assignment(enrollment=squatter)
+    return squatters
+
+
+def expire_leases(study) -> None:
+    Assignment.objects.filter(study=study, state=Assignment.State.LEASED).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+
+class TestSquatters:
+    def test_a_worker_facing_squatted_items_waits_instead_of_finishing(self, csrf_client, make_study):
+        study = make_study(n_items=3, quota_per_item=1, **CODES)
+        squat(study, 3)
+        enrollment = begin(csrf_client, study, "real-worker")
+        page = csrf_client.get(url(study, "item"))
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert "More items may free up" in body
+        assert 'hx-trigger="every 15s"' in body
+        assert "DONE-1" not in body and "EMPTY-2" not in body
+        enrollment.refresh_from_db()
+        assert enrollment.completed_at is None
+
+        # The squatters' leases run out: the next poll (an htmx GET) brings an item.
+        expire_leases(study)
+        card = csrf_client.get(url(study, "item"), HTTP_HX_REQUEST="true")
+        assert card.status_code == 200
+        assert 'name="assignment"' in card.content.decode()
+        assert answer_all(csrf_client, study, {"rating": "2"}) == 3
+        shows_only(csrf_client.get(url(study, "done")).content.decode(), "DONE-1")
+
+    def test_a_waiting_worker_can_leave_and_come_back(self, csrf_client, make_study):
+        study = make_study(n_items=1, quota_per_item=1, **CODES)
+        squat(study, 1)
+        begin(csrf_client, study, "real-worker")
+        assert "More items may free up" in csrf_client.get(url(study, "item")).content.decode()
+        expire_leases(study)
+        assert enter(csrf_client, study, "real-worker").status_code == 302
+        page = csrf_client.get(url(study, "item"))
+        assert 'name="assignment"' in page.content.decode()
+
+    def test_a_participant_holds_one_lease_at_a_time(self, csrf_client, make_study):
+        study = make_study(n_items=5, quota_per_item=1)
+        enrollment = begin(csrf_client, study, "greedy")
+        for _ in range(4):
+            csrf_client.get(url(study, "item"))
+            enter(csrf_client, study, "greedy")
+        leases = Assignment.objects.filter(rater=enrollment.rater, state=Assignment.State.LEASED)
+        assert leases.count() == 1
+
+    def test_the_code_only_after_the_minimum_number_of_answers(self, csrf_client, make_study):
+        study = make_study(n_items=3, quota_per_item=1, min_answers=3, **CODES)
+        begin(csrf_client, study, "brief-visit")
+        page = csrf_client.get(url(study, "item"))
+        form = {"rating": "1", "assignment": assignment_from(page), "csrfmiddlewaretoken": csrf_from(page)}
+        csrf_client.post(url(study, "item"), form)
+        # Someone else answers the other two items: this worker is left with one answer of three.
+        fill_up(study)
+        response = csrf_client.get(url(study, "item"), follow=True)
+        body = response.content.decode()
+        assert response.redirect_chain[-1][0] == url(study, "done")
+        assert "DONE-1" not in body
+        shows_only(body, "EMPTY-2")
+
+    def test_enough_answers_get_the_code(self, csrf_client, make_study):
+        study = make_study(n_items=3, quota_per_item=1, min_answers=3, **CODES)
+        begin(csrf_client, study)
+        assert answer_all(csrf_client, study, {"rating": "1"}) == 3
+        shows_only(csrf_client.get(url(study, "done")).content.decode(), "DONE-1")
