@@ -68,22 +68,37 @@ class Study(models.Model):
     instructions_text = models.TextField(blank=True)
     completion_code = models.CharField(max_length=64, default=_completion_code)
     completion_redirect_url = models.URLField(blank=True)
-    completion_message = models.TextField(blank=True, help_text="Shown with the completion code.")
-    # One code per outcome, as Prolific allows: blank means no code for that outcome.
-    no_work_code = models.CharField(max_length=64, blank=True, help_text="For a worker who found no items left.")
-    no_work_redirect_url = models.URLField(blank=True)
-    no_work_message = models.TextField(blank=True)
-    failed_checks_code = models.CharField(
-        max_length=64, blank=True, help_text="For a worker whose session ended on attention checks."
+    completion_message = models.TextField(
+        blank=True, default="", db_default="", help_text="Shown with the completion code."
     )
-    failed_checks_redirect_url = models.URLField(blank=True)
-    failed_checks_message = models.TextField(blank=True)
-    declined_code = models.CharField(max_length=64, blank=True, help_text="For a worker who declined consent.")
-    declined_redirect_url = models.URLField(blank=True)
-    declined_message = models.TextField(blank=True)
-    recruitment = models.CharField(max_length=10, choices=Recruitment, default=Recruitment.OTHER)
+    # One code per outcome, as Prolific allows: blank means no code for that outcome. The database
+    # defaults let rows written by code older than these columns (migration tests, old workers) insert.
+    no_work_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who found no items left."
+    )
+    no_work_redirect_url = models.URLField(blank=True, default="", db_default="")
+    no_work_message = models.TextField(blank=True, default="", db_default="")
+    failed_checks_code = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a worker whose session ended on attention checks.",
+    )
+    failed_checks_redirect_url = models.URLField(blank=True, default="", db_default="")
+    failed_checks_message = models.TextField(blank=True, default="", db_default="")
+    declined_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who declined consent."
+    )
+    declined_redirect_url = models.URLField(blank=True, default="", db_default="")
+    declined_message = models.TextField(blank=True, default="", db_default="")
+    recruitment = models.CharField(
+        max_length=10, choices=Recruitment, default=Recruitment.OTHER, db_default=Recruitment.OTHER
+    )
     min_answers = models.PositiveIntegerField(
-        default=1, help_text="Answers to regular items a participant must give before the completion code."
+        default=1,
+        db_default=1,
+        help_text="Answers to regular items a participant must give before the completion code.",
     )
     entry_token = models.CharField(max_length=40, unique=True, default=_token)
     seed = models.PositiveIntegerField(default=_seed)
