@@ -160,3 +160,17 @@ class TestPreview:
         response = csrf_client.get(url(study, "consent"))
         assert response.status_code == 403
         assert "Please use your study link" in response.content.decode()
+
+
+class TestStudyPageOffersPreview:
+    def test_the_open_study_page_has_the_button(self, client, make_study, researcher):
+        study = make_study()
+        client.force_login(researcher)
+        page = client.get(f"/studies/{study.pk}/").content.decode()
+        assert f'action="{url(study, "preview")}"' in page
+        assert "Try as a participant" in page
+
+    def test_a_draft_has_none(self, client, make_study, researcher):
+        study = make_study(open_=False)
+        client.force_login(researcher)
+        assert "Try as a participant" not in client.get(f"/studies/{study.pk}/").content.decode()
