@@ -62,6 +62,7 @@ class StudySettingsForm(forms.ModelForm):
         code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
         # Left out of a form posted before the setting existed: keep what the study has.
         self.fields["recruitment"].required = False
+        self.fields["min_answers"].required = False
 
     def task_type_name(self) -> str:
         return self.instance.task_type
@@ -77,6 +78,10 @@ class StudySettingsForm(forms.ModelForm):
 
     def clean_recruitment(self) -> str:
         return self.cleaned_data.get("recruitment") or self.instance.recruitment
+
+    def clean_min_answers(self) -> int:
+        answers = self.cleaned_data.get("min_answers")
+        return self.instance.min_answers if answers is None else answers
 
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).
