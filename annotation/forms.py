@@ -134,12 +134,22 @@ class StudySettingsForm(_SettingsFields, forms.ModelForm):
         code = self.fields["completion_code"]
         code.required = False
         code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
+        # Left out of a form posted before the setting existed: keep what the study has.
+        self.fields["recruitment"].required = False
+        self.fields["min_answers"].required = False
 
     def task_type_name(self) -> str:
         return self.instance.task_type
 
     def clean_config(self) -> dict[str, Any]:
         return _clean_config(self.cleaned_data.get("config", ""), self.task_type_name())
+
+    def clean_recruitment(self) -> str:
+        return self.cleaned_data.get("recruitment") or self.instance.recruitment
+
+    def clean_min_answers(self) -> int:
+        answers = self.cleaned_data.get("min_answers")
+        return self.instance.min_answers if answers is None else answers
 
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).

@@ -43,6 +43,11 @@ class Study(models.Model):
         FLAG = "flag", "Flag the rater and exclude from aggregates"
         END = "end", "End the rater's session"
 
+    class Recruitment(models.TextChoices):
+        # On Prolific the entry link's PROLIFIC_PID must look like one of its ids (24 hex digits).
+        PROLIFIC = "prolific", "Prolific"
+        OTHER = "other", "Another site or a direct link"
+
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="studies")
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
@@ -63,6 +68,38 @@ class Study(models.Model):
     instructions_text = models.TextField(blank=True)
     completion_code = models.CharField(max_length=64, default=_completion_code)
     completion_redirect_url = models.URLField(blank=True)
+    completion_message = models.TextField(
+        blank=True, default="", db_default="", help_text="Shown with the completion code."
+    )
+    # One code per outcome, as Prolific allows: blank means no code for that outcome. The database
+    # defaults let rows written by code older than these columns (migration tests, old workers) insert.
+    no_work_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who found no items left."
+    )
+    no_work_redirect_url = models.URLField(blank=True, default="", db_default="")
+    no_work_message = models.TextField(blank=True, default="", db_default="")
+    failed_checks_code = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a worker whose session ended on attention checks.",
+    )
+    failed_checks_redirect_url = models.URLField(blank=True, default="", db_default="")
+    failed_checks_message = models.TextField(blank=True, default="", db_default="")
+    declined_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who declined consent."
+    )
+    declined_redirect_url = models.URLField(blank=True, default="", db_default="")
+    declined_message = models.TextField(blank=True, default="", db_default="")
+    recruitment = models.CharField(
+        max_length=10, choices=Recruitment, default=Recruitment.OTHER, db_default=Recruitment.OTHER
+    )
+    min_answers = models.PositiveIntegerField(
+        default=1,
+        db_default=1,
+        help_text="Answers to regular items a participant must give before the completion code.",
+    )
     entry_token = models.CharField(max_length=40, unique=True, default=_token)
     seed = models.PositiveIntegerField(default=_seed)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
@@ -142,6 +179,8 @@ class Rater(models.Model):
         CROWD = "crowd", "Crowdworker"
         LLM = "llm", "LLM judge"
         BASELINE = "baseline", "Baseline judge"
+        # A researcher trying their own study: answers kept, never counted (see ``counted_raters``).
+        PREVIEW = "preview", "Researcher preview"
 
     kind = models.CharField(max_length=10, choices=Kind)
     name = models.CharField(max_length=200, blank=True)
@@ -167,6 +206,23 @@ class Rater(models.Model):
     def is_human(self) -> bool:
         return self.kind in (self.Kind.EXPERT, self.Kind.CROWD)
 
+    @property
+    def is_preview(self) -> bool:
+        return self.kind == self.Kind.PREVIEW
+
+
+def counted_raters(path: str = "rater") -> Q:
+    """The one rule for whose rows count: everyone's but a researcher's preview.
+
+    ``path`` is the lookup from the filtered model to its Rater ("rater" from a
+    Judgment, Assignment or Enrollment; "assignments__rater" from an Item).
+    Written as a positive list so it also works inside aggregate filters over joins.
+    """
+    return Q(**{f"{path}__kind__in": COUNTED_KINDS})
+
+
+COUNTED_KINDS = tuple(kind for kind in Rater.Kind.values if kind != Rater.Kind.PREVIEW)
+
 
 class Enrollment(models.Model):
     """A rater's session in one study: consent, progress, exclusion, completion."""
@@ -180,6 +236,7 @@ class Enrollment(models.Model):
     excluded = models.BooleanField(default=False)
     excluded_reason = models.CharField(max_length=200, blank=True)
     ended_early = models.BooleanField(default=False)
+    declined_at = models.DateTimeField(null=True, blank=True, help_text="When the rater declined consent.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

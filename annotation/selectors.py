@@ -12,7 +12,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Least
 
 from .access import owned_by
-from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study
+from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study, counted_raters
 
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 
@@ -34,7 +34,7 @@ def studies_owned(*, user: AbstractBaseUser) -> QuerySet[Study]:
         owned_by(Study, user=user)
         .annotate(
             n_items=_count_per_study(Item.objects.filter(is_attention_check=False)),
-            n_judgments=_count_per_study(Judgment.objects.all()),
+            n_judgments=_count_per_study(Judgment.objects.filter(counted_raters())),
         )
         .order_by("-created_at", "-id")
     )
@@ -49,7 +49,7 @@ def study_imports(*, study: Study) -> QuerySet[ItemImport]:
 
 
 def study_judgments(*, study: Study, rater_kind: str | None = None, status: str | None = None) -> QuerySet[Judgment]:
-    judgments = study.judgments.select_related("item", "rater").order_by("id")
+    judgments = study.judgments.filter(counted_raters()).select_related("item", "rater").order_by("id")
     if rater_kind:
         judgments = judgments.filter(rater__kind=rater_kind)
     if status:
@@ -83,10 +83,16 @@ class RaterProgress:
     ended_early: bool
     started_at: datetime
     completed_at: datetime | None
+    declined: bool = False
 
     @property
     def completed(self) -> bool:
         return self.completed_at is not None
+
+    @property
+    def found_no_work(self) -> bool:
+        """Finished without a single answer: the study was full when they came."""
+        return self.completed and self.judgments == 0 and self.attention_passed + self.attention_failed == 0
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ class StudyProgress:
 def _enrollments_with_counts(study: Study) -> QuerySet[Enrollment]:
     in_study = Q(rater__judgments__study=study)
     return (
-        Enrollment.objects.filter(study=study)
+        Enrollment.objects.filter(counted_raters(), study=study)
         .select_related("rater")
         .annotate(
             n_judged=Count("rater__judgments", filter=in_study & Q(rater__judgments__item__is_attention_check=False)),
@@ -142,6 +148,7 @@ def _rater_row(e: Enrollment) -> RaterProgress:
         ended_early=e.ended_early,
         started_at=e.created_at,
         completed_at=e.completed_at,
+        declined=e.declined_at is not None and e.consented_at is None,
     )
 
 
@@ -178,7 +185,7 @@ def study_progress(
         items_started=Count("pk", filter=Q(done__gt=0)),
         judgments_done=Coalesce(Sum(Least("done", Value(quota))), 0),
     )
-    raters = Enrollment.objects.filter(study=study).aggregate(
+    raters = Enrollment.objects.filter(counted_raters(), study=study).aggregate(
         raters_total=Count("pk"),
         raters_completed=Count("pk", filter=Q(completed_at__isnull=False)),
         raters_excluded=Count("pk", filter=Q(excluded=True)),
@@ -187,7 +194,7 @@ def study_progress(
     return StudyProgress(
         quota=quota,
         judgments_needed=totals["items_total"] * quota,
-        judge_judgments=study.judgments.exclude(rater__kind__in=HUMAN_KINDS).count(),
+        judge_judgments=study.judgments.filter(counted_raters()).exclude(rater__kind__in=HUMAN_KINDS).count(),
         items=[
             ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
             for pk, external_id, done in item_rows.values_list("pk", "external_id", "done")
@@ -225,6 +232,7 @@ from .models import Judgment as _Judgment  # noqa: E402
 from .models import Rater as _Rater  # noqa: E402
 from .models import Study as _Study  # noqa: E402
 from .services.assignment import holding_filter as _holding_filter  # noqa: E402
+from .services.assignment import items_short_of_quota as _items_short_of_quota  # noqa: E402
 
 
 @_dataclass(frozen=True)
@@ -296,8 +304,10 @@ def annotator_progress(*, enrollment: _Enrollment, now: _datetime | None = None)
         _Item.objects.filter(study=study, is_attention_check=False)
         .exclude(pk__in=mine.values("item_id"))
         .annotate(holders=_Coalesce(_Subquery(holders), 0))
-        .filter(holders__lt=study.quota_per_item)
     )
+    if not rater.is_preview:
+        # A preview is not bound by the quota (services.assignment): every unseen item is reachable.
+        unseen_with_room = unseen_with_room.filter(holders__lt=study.quota_per_item)
     done_mine = _Judgment.objects.filter(study=study, rater=rater, item__is_attention_check=False)
     # The three counts in one round trip: this runs on every item page.
     done, open_mine, unseen_with_room = (
@@ -318,6 +328,19 @@ def annotator_progress(*, enrollment: _Enrollment, now: _datetime | None = None)
 
 def has_judged(*, enrollment: _Enrollment) -> bool:
     return _Judgment.objects.filter(study=enrollment.study, rater=enrollment.rater).exists()
+
+
+def has_done_enough(*, enrollment: _Enrollment) -> bool:
+    """Whether the rater gave the answers the study asks for before its completion code.
+
+    At the default of one, any answer will do (attention checks included, as before);
+    a higher minimum counts answers to regular items only.
+    """
+    study = enrollment.study
+    if study.min_answers <= 1:
+        return has_judged(enrollment=enrollment)
+    answered = _Judgment.objects.filter(study=study, rater=enrollment.rater, item__is_attention_check=False)
+    return answered.count() >= study.min_answers
 
 
 @_dataclass(frozen=True)
@@ -378,3 +401,38 @@ def vote_leaderboard(*, study: _Study, offset: int = 0, limit: int | None = None
 def leaderboard_prompts(*, study: _Study) -> int:
     """How many prompts the leaderboard has, for its page links."""
     return _Item.objects.filter(study=study, is_attention_check=False).count()
+
+
+def study_is_full(*, study: _Study) -> bool:
+    """Every regular item has all the answers its quota asks for: nothing is left for anyone, ever.
+
+    Only finished answers count; an item merely leased may still come free.
+    """
+    return not _items_short_of_quota(study=study).exists()
+
+
+@_dataclass(frozen=True)
+class OutcomeCode:
+    """What a participant is given at the end: the study's code, message and link for how it ended."""
+
+    code: str
+    message: str
+    redirect_url: str
+
+
+# The study fields (code, message, redirect URL) of each way a participant's session can end.
+OUTCOME_FIELDS = {
+    "complete": ("completion_code", "completion_message", "completion_redirect_url"),
+    "empty": ("no_work_code", "no_work_message", "no_work_redirect_url"),
+    "ended": ("failed_checks_code", "failed_checks_message", "failed_checks_redirect_url"),
+    "declined": ("declined_code", "declined_message", "declined_redirect_url"),
+}
+
+
+def outcome_for(*, study: _Study, outcome: str) -> OutcomeCode | None:
+    """The study's code, message and redirect for this outcome; None when it has none of them."""
+    fields = OUTCOME_FIELDS.get(outcome)
+    if fields is None:
+        return None
+    found = OutcomeCode(*(str(getattr(study, name) or "").strip() for name in fields))
+    return found if any((found.code, found.message, found.redirect_url)) else None

@@ -199,6 +199,17 @@ SETTINGS: tuple[StudySetting, ...] = (
     StudySetting("consent_text", "text", "Shown to raters before they start; they must agree.", multiline=True),
     StudySetting("instructions_text", "text", "Shown to raters after consent and above each item.", multiline=True),
     StudySetting(
+        "recruitment",
+        "choice",
+        "Where participants come from: on Prolific the entry link's id must look like a Prolific id.",
+    ),
+    StudySetting(
+        "min_answers",
+        "whole_number",
+        "Answers to regular items a participant must give before they get the completion code.",
+        minimum=0,
+    ),
+    StudySetting(
         "completion_code",
         "text",
         "Shown to crowdworkers at the end (use Prolific's code); a new study gets a random one.",
@@ -209,6 +220,24 @@ SETTINGS: tuple[StudySetting, ...] = (
         "url",
         "Where crowdworkers are sent at the end (Prolific's completion link); empty for none.",
     ),
+    StudySetting("completion_message", "text", "Shown with the completion code.", multiline=True),
+    StudySetting("no_work_code", "text", "Code for a worker who found no items left; empty for none."),
+    StudySetting("no_work_redirect_url", "url", "Where a worker who found no items left is sent; empty for none."),
+    StudySetting("no_work_message", "text", "Shown to a worker who found no items left.", multiline=True),
+    StudySetting(
+        "failed_checks_code", "text", "Code for a worker whose session ended on attention checks; empty for none."
+    ),
+    StudySetting(
+        "failed_checks_redirect_url",
+        "url",
+        "Where a worker whose session ended on attention checks is sent; empty for none.",
+    ),
+    StudySetting(
+        "failed_checks_message", "text", "Shown to a worker whose session ended on attention checks.", multiline=True
+    ),
+    StudySetting("declined_code", "text", "Code for a worker who declined consent; empty for none."),
+    StudySetting("declined_redirect_url", "url", "Where a worker who declined consent is sent; empty for none."),
+    StudySetting("declined_message", "text", "Shown to a worker who declined consent.", multiline=True),
 )
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 # The names in the order forms, the API and study files show them.

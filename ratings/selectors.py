@@ -30,7 +30,7 @@ import numpy as np
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
+from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
 from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
 
 GROUPS: dict[str, str] = {
@@ -113,7 +113,7 @@ def group_filter(*, study: Study, group: str, rater_ids: Iterable[int] | None = 
     elif group == "judges":
         q = Q(rater__kind__in=JUDGE_KINDS)
     else:
-        q = Q()
+        q = counted_raters()
     if group == "passers":
         excluded = Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
         q &= ~Q(rater_id__in=excluded)
@@ -134,7 +134,9 @@ def analysable_judgments(*, study: Study, group: str, rater_ids: Iterable[int] |
 
 def study_raters(*, study: Study) -> list[RaterInfo]:
     """Every rater with an OK judgment in the study, humans first."""
-    ids = Judgment.objects.filter(study=study, status=Judgment.Status.OK).values("rater_id").distinct()
+    ids = (
+        Judgment.objects.filter(counted_raters(), study=study, status=Judgment.Status.OK).values("rater_id").distinct()
+    )
     return _rater_infos(Rater.objects.filter(pk__in=ids).values_list("id", "kind", "name", "external_id"))
 
 

@@ -19,10 +19,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from ..models import Assignment, Enrollment, Item, Rater, Study
+from ..models import Assignment, Enrollment, Item, Rater, Study, counted_raters
 from ..task_types import get_task_type
 from .ordering import candidate_rng, item_sort_key
 
@@ -32,7 +32,9 @@ class NextItem:
     """What a rater should see next: an assignment, or why there is none."""
 
     assignment: Assignment | None
-    reason: str = ""  # "", "cap_reached", "exhausted", "ended", "closed"
+    # "", "cap_reached", "exhausted", "ended", "closed", or "waiting": every item
+    # this rater could still get is leased to someone else and may come free.
+    reason: str = ""
 
 
 def _lease_seconds() -> int:
@@ -40,15 +42,25 @@ def _lease_seconds() -> int:
 
 
 def holding_filter(now: datetime) -> Q:
-    """Assignments that count against an item's quota: done, or leased and not expired."""
-    return Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
+    """Assignments that count against an item's quota: done, or leased and not expired.
+
+    A researcher's preview never takes a place from a participant.
+    """
+    held = Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
+    return held & counted_raters()
 
 
 def _holding_items(now: datetime) -> Q:
     """``holding_filter`` seen from Item, for counting an item's holders in a join."""
-    return Q(assignments__state=Assignment.State.DONE) | Q(
+    held = Q(assignments__state=Assignment.State.DONE) | Q(
         assignments__state=Assignment.State.LEASED, assignments__lease_expires_at__gt=now
     )
+    return held & counted_raters("assignments__rater")
+
+
+def _bound_by_quota(rater: Rater) -> bool:
+    # A preview walks through every item whatever the quota: it holds no place (see holding_filter).
+    return not rater.is_preview
 
 
 def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) -> int:
@@ -99,6 +111,7 @@ def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
     _lock_item(current.item_id, wait=True)
     if (
         current.item.is_attention_check
+        or not _bound_by_quota(enrollment.rater)
         or item_holders(current.item_id, now, exclude_id=current.pk) < enrollment.study.quota_per_item
     ):
         renewed = _renew(current, now)
@@ -130,7 +143,7 @@ def _lease_if_room(
     """
     savepoint = transaction.savepoint_create()
     item = _lock_item(item_id, wait=wait)
-    if item is not None and item_holders(item_id, now) < study.quota_per_item:
+    if item is not None and (not _bound_by_quota(rater) or item_holders(item_id, now) < study.quota_per_item):
         assignment = _create(study, rater, item, sequence, now)
         transaction.savepoint_commit(savepoint)
         return assignment, False
@@ -191,12 +204,12 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
                 return NextItem(_create(study, rater, Item.objects.get(pk=check[0]), sequence, now))
 
     # Items with room under the quota, their holders counted in the same query.
-    rows = (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(held=Count("assignments", filter=_holding_items(now)))
-        .filter(held__lt=study.quota_per_item)
-        .values_list("pk", "position")
-    )
+    rows = Item.objects.filter(study=study, is_attention_check=False)
+    if _bound_by_quota(rater):
+        rows = rows.annotate(held=Count("assignments", filter=_holding_items(now))).filter(
+            held__lt=study.quota_per_item
+        )
+    rows = rows.values_list("pk", "position")
     open_items = sorted(
         (row for row in rows if row[0] not in seen),
         key=lambda row: item_sort_key(study=study, rater_id=rater.pk, item_id=row[0], position=row[1]),
@@ -214,7 +227,29 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
         assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
         if assignment is not None:
             return NextItem(assignment)
+    if _bound_by_quota(rater) and _may_free_up(study, rater):
+        # Not finished: squatters' leases run out, and the rater must be there to take the items.
+        return NextItem(None, "waiting")
     return NextItem(None, "exhausted")
+
+
+def items_short_of_quota(*, study: Study) -> QuerySet[Item]:
+    """Regular items with fewer finished answers than the quota: work that someone may still do.
+
+    Leases do not count here: a leased item comes free again when its lease runs out.
+    """
+    done = Q(assignments__state=Assignment.State.DONE) & counted_raters("assignments__rater")
+    return (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(done=Count("assignments", filter=done))
+        .filter(done__lt=study.quota_per_item)
+    )
+
+
+def _may_free_up(study: Study, rater: Rater) -> bool:
+    """Whether an item the rater has not seen is still short of its quota in finished answers."""
+    mine = Assignment.objects.filter(study=study, rater=rater).values("item_id")
+    return items_short_of_quota(study=study).exclude(pk__in=mine).exists()
 
 
 def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int = 0) -> Assignment:

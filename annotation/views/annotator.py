@@ -11,25 +11,38 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from ..access import owned_by
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
 from ..ratelimit import entry_rate_limited
-from ..selectors import annotator_progress, has_judged, leaderboard_prompts, shown_item, vote_leaderboard
+from ..selectors import (
+    annotator_progress,
+    has_done_enough,
+    leaderboard_prompts,
+    outcome_for,
+    shown_item,
+    study_is_full,
+    vote_leaderboard,
+)
 from ..services.assignment import mark_shown, next_assignment
 from ..services.enrollment import (
     enroll_crowdworker,
+    enroll_preview,
     enrollment_complete,
     enrollment_consent,
+    enrollment_decline,
     enrollment_instructed,
     invitation_accept,
+    preview_owner_matches,
 )
 from ..services.judgments import judgment_submit, value_from_form
 from ..task_types import Shortcut, TaskType, get_task_type
@@ -41,6 +54,8 @@ LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # Reasons next_assignment gives that mean the rater is finished for good.
 FINISHED = {"exhausted", "cap_reached", "ended"}
 LEADERBOARD_PROMPTS_SHOWN = 50
+# How often the "more items may free up" page asks again (htmx polling).
+WAITING_RETRY_SECONDS = 15
 
 
 # -- helpers: the rater in this session ------------------------------------------
@@ -73,6 +88,11 @@ def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment
         return None
     # An expert's enrollment follows their account: logging out ends access from this browser.
     if enrollment.rater.kind == Rater.Kind.EXPERT and enrollment.rater.user_id != request.user.pk:
+        return None
+    # So does a researcher's preview.
+    if enrollment.rater.is_preview and not (
+        request.user.is_authenticated and preview_owner_matches(rater=enrollment.rater, user=request.user)
+    ):
         return None
     return enrollment
 
@@ -179,6 +199,7 @@ def _item_context(
         "error": error,
         "notice": notice,
         "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "preview": enrollment.rater.is_preview,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
     return context
@@ -193,22 +214,41 @@ def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
     study = get_object_or_404(Study, entry_token=entry_token)
     if not study.is_open:
         return _unavailable(request, study)
-    participant_id = request.GET.get("PROLIFIC_PID", "").strip()
-    if not participant_id:
-        return _message(
-            request,
-            "This link is incomplete",
-            "The link you followed is missing your participant id (PROLIFIC_PID). "
-            "Please go back to the recruitment site and open the study from there.",
-            status=400,
-        )
+    participant_id = request.GET.get("PROLIFIC_PID", "")
     params = {name: request.GET[name][:200] for name in ENTRY_PARAMS if name in request.GET}
     try:
         enrollment = enroll_crowdworker(study=study, participant_id=participant_id, params=params)
     except ValidationError as exc:
-        return _message(request, "This link does not work", " ".join(exc.messages), status=400)
+        return _entry_refused(request, study, problem=" ".join(exc.messages), code=exc.code or "")
     _remember(request, enrollment)
     # Consent sends a returning worker on to wherever they had got to.
+    return redirect("annotator:consent", study.entry_token)
+
+
+def _entry_refused(request: HttpRequest, study: Study, *, problem: str, code: str) -> HttpResponse:
+    """What the link is for, instead of a rater named after a placeholder; its owner may try it as a participant."""
+    owner = owned_by(Study.objects.filter(pk=study.pk), user=request.user).exists()
+    context = {
+        "study": study,
+        "problem": problem,
+        "placeholder": code == "placeholder",
+        "prolific": study.recruitment == Study.Recruitment.PROLIFIC,
+        "preview_url": reverse("annotator:preview", args=[study.entry_token]) if owner else "",
+        "language": _language(study),
+    }
+    return render(request, "annotation/entry_refused.html", context, status=400)
+
+
+@require_POST
+@login_required
+def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
+    """The owner walks through their study as a participant; the answers are kept apart and never counted."""
+    study = get_object_or_404(owned_by(Study, user=request.user), entry_token=entry_token)
+    try:
+        enrollment = enroll_preview(study=study, user=request.user)
+    except ValidationError as exc:
+        return _message(request, "Preview not available", " ".join(exc.messages), status=409)
+    _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
 
@@ -246,6 +286,10 @@ def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
     study, enrollment = found
     if (step := _step(enrollment)) != "consent":
         return _to_step(request, study, step)
+    if not enrollment.rater.is_preview and study_is_full(study=study):
+        # Say so before asking for consent and instructions the worker would read for nothing.
+        enrollment_complete(enrollment=enrollment)
+        return _to_step(request, study, "done")
     status = 200
     if request.method == "POST":
         decision = request.POST.get("decision")
@@ -253,15 +297,22 @@ def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
             enrollment_consent(enrollment=enrollment)
             return redirect("annotator:instructions", study.entry_token)
         if decision == "decline":
+            enrollment_decline(enrollment=enrollment)
             return redirect("annotator:declined", study.entry_token)
         status = 400
-    return render(request, "annotation/consent.html", {"study": study, "language": _language(study)}, status=status)
+    context = {"study": study, "language": _language(study), "preview": enrollment.rater.is_preview}
+    return render(request, "annotation/consent.html", context, status=status)
 
 
+@never_cache
 @require_GET
 def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
-    return render(request, "annotation/declined.html", {"study": study})
+    enrollment = _enrollment_in_session(request, entry_token)
+    # The declined code only for someone who did decline in this browser, not for anyone typing the URL.
+    outcome = outcome_for(study=study, outcome="declined") if enrollment and enrollment.declined_at else None
+    context = {"study": study, "outcome": outcome, "language": _language(study)}
+    return render(request, "annotation/declined.html", context)
 
 
 @never_cache
@@ -281,6 +332,7 @@ def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
         "study": study,
         "language": _language(study),
         "shortcuts": shortcuts(task_type, task_type.config(study.config)),
+        "preview": enrollment.rater.is_preview,
     }
     return render(request, "annotation/instructions.html", context)
 
@@ -322,6 +374,11 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     if nxt.assignment is None:
         if nxt.reason in FINISHED:
             enrollment_complete(enrollment=enrollment)
+        if nxt.reason == "waiting":
+            return _waiting(request, enrollment, notice=error)
+        if error:
+            # The late answer's item went to someone else and nothing is left: say so on the next page.
+            messages.info(request, error)
         return _to_step(request, study, "done")
     notice = ""
     if error and nxt.assignment.pk != failed_pk:
@@ -331,6 +388,24 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
     template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
     return render(request, template, context, status=422 if error else 200)
+
+
+def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") -> HttpResponse:
+    """Every item left is leased to someone else: not finished, the page asks again by itself."""
+    study = enrollment.study
+    context = {
+        "study": study,
+        "waiting": True,
+        "question": "More items may free up",
+        "notice": notice,
+        "progress": annotator_progress(enrollment=enrollment),
+        "retry_seconds": WAITING_RETRY_SECONDS,
+        "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
+    template = "annotation/item.html#waiting-card" if request.htmx else "annotation/item.html"
+    return render(request, template, context)
 
 
 @never_cache
@@ -346,11 +421,18 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
         outcome = "ended"
     elif enrollment.completed_at is None:
         outcome = "closed"
-    elif has_judged(enrollment=enrollment):
+    elif has_done_enough(enrollment=enrollment):
         outcome = "complete"
     else:
         outcome = "empty"
-    context = {"study": study, "outcome": outcome, "leaderboard_url": _leaderboard_url(study)}
+    context = {
+        "study": study,
+        "outcome": outcome,
+        "code": outcome_for(study=study, outcome=outcome),
+        "leaderboard_url": _leaderboard_url(study),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
     return render(request, "annotation/done.html", context)
 
 

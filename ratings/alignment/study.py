@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Candidate, Item, Judgment, Rater, Study
+from annotation.models import Candidate, Item, Judgment, Rater, Study, counted_raters
 from annotation.task_types import TIE, get_task_type
 
 from ..selectors import (
@@ -358,4 +358,4 @@ def metadata_keys(*, study: Study, limit: int = 2000) -> list[str]:
 
 
 def count_judgments(*, study: Study) -> int:
-    return Judgment.objects.filter(study=study).count()
+    return Judgment.objects.filter(counted_raters(), study=study).count()

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from annotation.models import Judgment, Study
+from annotation.models import Judgment, Study, counted_raters
 
 from .safe_cells import csv_safe, scrub_provenance
 from .study_data import CHUNK, StudyData, load_study
@@ -53,7 +53,7 @@ Progress = Callable[[int], None]
 def judgment_records(data: StudyData) -> Iterator[dict[str, Any]]:
     """Each judgment of the study as a flat record, item by item."""
     rows = (
-        Judgment.objects.filter(study=data.study)
+        Judgment.objects.filter(counted_raters(), study=data.study)
         .order_by("item__position", "item_id", "rater_id", "assignment__trial", "id")
         .values_list(
             "pk",

@@ -10,7 +10,7 @@ from typing import Any
 
 from openpyxl.styles import Font
 
-from annotation.models import Judgment
+from annotation.models import Judgment, counted_raters
 from annotation.task_types import Level
 from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboard
 from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
@@ -69,7 +69,7 @@ def judge_provenance(provenance: Any) -> tuple[Any, Any, Any, Any, dict[str, Any
 def write_llm_judgments(data: StudyData, sheet, counter) -> dict[int, Matches]:
     """Every judgment by an LLM or baseline judge; returns each judge's pairwise matches."""
     rows = (
-        Judgment.objects.filter(study=data.study)
+        Judgment.objects.filter(counted_raters(), study=data.study)
         .exclude(rater__kind__in=HUMAN_KINDS)
         .order_by("rater_id", "item__position", "item_id", "assignment__trial", "id")
         .values_list(

@@ -37,7 +37,7 @@ from annotation.jobs import (
     new_token,
     stale_jobs_recover,
 )
-from annotation.models import Judgment, Rater, Study
+from annotation.models import Judgment, Rater, Study, counted_raters
 from ratings.models import Export
 
 from .csv_jsonl import write_csv, write_jsonl
@@ -87,7 +87,7 @@ def export_filename(study: Study, fmt: str) -> str:
 
 
 def is_large(study: Study) -> bool:
-    return Judgment.objects.filter(study=study).count() > inline_limit()
+    return Judgment.objects.filter(counted_raters(), study=study).count() > inline_limit()
 
 
 def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subset: Iterable[int] = ()) -> Export:
@@ -101,7 +101,7 @@ def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subse
         format=fmt,
         created_by=user,
         rater_subset=list(rater_subset),
-        rows_expected=Judgment.objects.filter(study=study).count(),
+        rows_expected=Judgment.objects.filter(counted_raters(), study=study).count(),
     )
     export_study_task.delay_on_commit(export.pk)
     return export

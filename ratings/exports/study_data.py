@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
+from annotation.models import COUNTED_KINDS, Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
 from annotation.task_types import Level, TaskType, get_task_type
 
 CHUNK = 5000
@@ -137,10 +137,14 @@ def load_study(study: Study, *, rater_subset: Iterable[int] = ()) -> StudyData:
 def _raters(study: Study, subset: set[int]) -> dict[int, RaterInfo]:
     """Everyone enrolled in the study or with a judgment in it, ordered humans first, then by id."""
     found: dict[int, RaterInfo] = {}
-    judged = Rater.objects.filter(Q(enrollments__study=study) | Q(judgments__study=study)).distinct()
+    judged = (
+        Rater.objects.filter(Q(enrollments__study=study) | Q(judgments__study=study))
+        .filter(kind__in=COUNTED_KINDS)
+        .distinct()
+    )
     for pk, kind, name, external_id in judged.values_list("pk", "kind", "name", "external_id"):
         found[pk] = RaterInfo(pk=pk, kind=kind, name=name, external_id=external_id, in_subset=pk in subset)
-    for rater_id, excluded, reason in Enrollment.objects.filter(study=study).values_list(
+    for rater_id, excluded, reason in Enrollment.objects.filter(counted_raters(), study=study).values_list(
         "rater_id", "excluded", "excluded_reason"
     ):
         found[rater_id].excluded = excluded

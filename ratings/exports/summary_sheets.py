@@ -12,7 +12,7 @@ from django.utils import timezone
 from openpyxl.styles import Font
 
 import funnybone
-from annotation.models import Enrollment, Judgment
+from annotation.models import Enrollment, Judgment, counted_raters
 from ratings.stats.agreement import (
     exact_agreement,
     mean_absolute_deviation,
@@ -42,7 +42,7 @@ def write_metadata(data: StudyData, sheet, *, judgments_read: int, sort_note: st
     sheet.column_dimensions["A"].width = 34
     sheet.column_dimensions["B"].width = 100
     sheet.append(xlsx_row(sheet, ["Key", "Value"], font=BOLD))
-    counts = Judgment.objects.filter(study=study).aggregate(
+    counts = Judgment.objects.filter(counted_raters(), study=study).aggregate(
         total=Count("pk"), human=Count("pk", filter=Q(rater__kind__in=HUMAN_KINDS))
     )
     rows: list[tuple[str, Any]] = [

@@ -111,7 +111,7 @@ class TestCrowdEntry:
         study = make_study()
         response = client.get(url(study), {"STUDY_ID": "x"})
         assert response.status_code == 400
-        assert "missing your participant id" in response.content.decode()
+        assert "This link needs your participant id" in response.content.decode()
         assert not Enrollment.objects.exists()
 
     def test_a_closed_study_says_so_kindly(self, client, make_study):
@@ -327,8 +327,8 @@ class TestCompletion:
         early = enroll_crowdworker(study=study, participant_id="early-bird")
         taken = next_assignment(enrollment=early).assignment
         judgment_submit(assignment=taken, rater=early.rater, value={"rating": 2})
-        begin(csrf_client, study, "late-comer")
-        response = csrf_client.get(url(study, "item"), follow=True)
+        # A full study says so before consent (tests/annotation/test_completion_codes.py has more).
+        response = csrf_client.get(url(study), {"PROLIFIC_PID": "late-comer"}, follow=True)
         page = response.content.decode()
         assert response.redirect_chain[-1][0] == url(study, "done")
         assert "No items left" in page

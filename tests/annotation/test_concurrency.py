@@ -22,6 +22,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
+import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass
@@ -169,6 +170,10 @@ def rater_session(study_id: int, plan: Plan, start: Any, abandonments: Abandonme
         while True:
             if current is None:
                 nxt = next_assignment(enrollment=enrollment)
+                if nxt.assignment is None and nxt.reason == "waiting":
+                    # Items left are leased to others and may come free: ask again, as the page does.
+                    time.sleep(0.02)
+                    continue
                 if nxt.assignment is None:
                     if not waited:
                         abandonments.all_done.wait(timeout=BARRIER_TIMEOUT)

@@ -30,8 +30,10 @@ def hostile_study(researcher):
     items_create(
         study=study, items=[ItemSpec(external_id=f"x{i}", text=text, prompt=text) for i, text in enumerate(DANGEROUS)]
     )
-    answers = {"=cmd|' /C calc'!A0": {item.external_id: {"rating": 1} for item in study.items.all()}}
-    rate_as_crowd(study, answers)
+    answers = {"worker-1": {item.external_id: {"rating": 1} for item in study.items.all()}}
+    raters = rate_as_crowd(study, answers)
+    # Entry links now refuse such an id, but rater ids also arrive in imported files (and older rows).
+    Rater.objects.filter(pk=raters["worker-1"].pk).update(external_id="=cmd|' /C calc'!A0")
     return study
 
 

@@ -125,6 +125,8 @@ MATRIX: dict[str, Route] = {
     "annotator:leaderboard": Route(
         PUBLIC, ("GET",), token, public_statuses=(404,), why="closed vote studies only; this one is ordinal"
     ),
+    # After the annotator pages: the owner's preview enrols their session, which those pages then accept.
+    "annotator:preview": Route(PAGE, ("POST",), token),
     # The researcher's pages.
     "researcher:study_list": Route(PAGE, ("GET",), scope=GLOBAL),
     "researcher:study_new": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
