@@ -35,6 +35,10 @@ from urllib.parse import urlencode, urlsplit
 ASSIGNMENT_FIELD = re.compile(r'name="assignment" value="(\d+)"')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 RATING_BUTTON = re.compile(r'name="rating" value="(-?\d+)"')
+# The "more items may free up" card, and how long a simulated worker waits before asking again
+# (the real page polls every 15 s; the harness asks sooner so a level does not idle).
+WAITING_CARD = "waiting-card"
+WAITING_RETRY_SECONDS = 0.5
 REQUEST_TYPES = ("entry", "consent", "instructions", "item", "submit", "done")
 
 
@@ -284,6 +288,11 @@ class Rater:
                 if page.status in (301, 302, 303) or page.headers.get("hx-redirect"):
                     break  # sent to the completion page
                 match = ASSIGNMENT_FIELD.search(page.body)
+                if match is None and WAITING_CARD in page.body:
+                    # Every item left is leased to someone else: the page asks again later, as do we.
+                    time.sleep(WAITING_RETRY_SECONDS)
+                    page = self._get_with_resends("item", self.study.path("item"))
+                    continue
                 if match is None:
                     break
                 assignment_id = int(match.group(1))
