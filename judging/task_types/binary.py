@@ -72,7 +72,8 @@ def _mentions(text: str, options: list[dict[str, Any]], positive: str | None) ->
     for phrase, value in phrases:
         pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])" if phrase.isascii() else re.escape(phrase))
         for match in pattern.finditer(haystack):
-            before, after = haystack[: match.start()], haystack[match.end() :]
+            # A negation sits within a few words: look no further, so a long answer stays linear.
+            before, after = haystack[max(0, match.start() - 40) : match.start()], haystack[match.end() :][:12]
             if phrase.isascii():
                 negated = bool(_NEGATED_BEFORE.search(before))
             else:

@@ -21,7 +21,7 @@ _TIES = {"tie", "equal", "equally good", "both", "draw", "same", "neither"}
 _TIE_WORDS = r"(?:an?\s+)?(?:tie|draw|equal(?:ly(?:\s+(?:good|funny))?)?|平局|平手|打平|一样好?|不相上下|引き分け|同点|互角|同じくらい)"
 _SIDE = r"(?:option|joke|response|candidate|explanation|选项|笑话|解释|選択肢|回答)\s*"
 # A or B only as a capital letter standing alone: the article "a" ("a tie", "A joke about…") is never option A.
-_END = r"(?=[\s\"'*”」)\]]*(?:$|[.,;:!?。，！？\n(（—–-]|\s+(?:because|since|as|is|wins)\b))"
+_END = r"(?=[\s\"'*”」)\]]*(?:$|[.,;:!?。，！？\n(（—–-]|\s+(?:because|since|wins)\b))"
 _LETTER = rf"(?:{_SIDE})?(?-i:[AB]|[12]){_END}"
 _VALUE = rf"{_TIE_WORDS}{_END}|{_LETTER}"
 _PATTERNS = (

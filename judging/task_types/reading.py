@@ -56,6 +56,9 @@ def _objects(text: str) -> tuple[list[tuple[int, int]], int | None]:
     return spans, start if depth else None
 
 
+_BEFORE_CLOSER = re.compile(r"\s*[}\]]")
+
+
 def _without_trailing_commas(text: str) -> str:
     """Drop a comma directly before a closing brace or bracket, outside strings."""
     out, in_string, escaped = [], False, False
@@ -66,7 +69,7 @@ def _without_trailing_commas(text: str) -> str:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch == "," and re.match(r"\s*[}\]]", text[i + 1 :]):
+        elif ch == "," and _BEFORE_CLOSER.match(text, i + 1):
             continue
         out.append(ch)
     return "".join(out)
@@ -88,17 +91,17 @@ def read_json(text: str) -> FoundJson | None:
     """The JSON object the answer holds, or None when it holds none; Unparseable when it is broken or several."""
     stripped = text.strip()
     spans, open_start = _objects(text)
-    found: list[FoundJson] = []
+    first: FoundJson | None = None
     for start, end in spans:
         loaded = _load(text[start:end])
-        if loaded is not None and isinstance(loaded[0], dict):
-            whole = text[start:end].strip() == stripped
-            found.append(FoundJson(loaded[0], loaded[1], whole))
-    distinct = [f for i, f in enumerate(found) if f.obj not in [g.obj for g in found[:i]]]
-    if len(distinct) > 1:
-        raise Unparseable(f"the answer holds {len(distinct)} different JSON objects")
-    if distinct:
-        return distinct[0]
+        if loaded is None or not isinstance(loaded[0], dict):
+            continue
+        if first is None:
+            first = FoundJson(loaded[0], loaded[1], whole=text[start:end].strip() == stripped)
+        elif loaded[0] != first.obj:
+            raise Unparseable("the answer holds 2 different JSON objects; which one is meant is a guess")
+    if first is not None:
+        return first
     if open_start is not None and _MEANT_OBJECT.match(text, open_start):
         raise Unparseable("the JSON answer is cut off before its end")
     if any(text[start:end].lstrip("{").lstrip().startswith(('"', "'")) for start, end in spans):
