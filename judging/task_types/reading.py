@@ -139,12 +139,21 @@ _HEDGES = re.compile(
 )
 
 
+# Quoted words are the joke's, not the judge's: "I can't even" in a quoted punchline is no refusal.
+_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’")
+
+
 def refuse_unclear(text: str, *, hedges: bool = True) -> None:
-    """Raise Unparseable when a free-text answer refuses to judge or hedges between answers."""
-    refusal = _REFUSALS.search(text)
+    """Raise Unparseable when a free-text answer refuses to judge or hedges between answers.
+
+    With ``hedges=False`` (prose answers such as explanations) only the opening of the answer is
+    checked for a refusal, since an explanation may well say "I can't" about the joke's speaker.
+    """
+    own = _QUOTED.sub(" ", text)
+    refusal = _REFUSALS.search(own if hedges else own[:120])
     if refusal:
         raise Unparseable(f"the answer refuses to judge ({refusal.group(0).strip()!r})")
-    hedge = _HEDGES.search(text) if hedges else None
+    hedge = _HEDGES.search(own) if hedges else None
     if hedge:
         raise Unparseable(f"the answer hedges ({hedge.group(0).strip()!r}) instead of giving one verdict")
 

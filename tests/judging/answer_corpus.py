@@ -233,5 +233,16 @@ CASES = [
         "json_repaired",
     ),
     ("explanation", "default", "I'm sorry, but I can't explain this joke.", UNPARSEABLE, "refuses"),
+    (
+        "explanation",
+        "default",
+        'The husband keeps saying "I can\'t hear you" while the wife whispers; he only hears what he wants to.',
+        {
+            "text": 'The husband keeps saying "I can\'t hear you" while the wife whispers; '
+            "he only hears what he wants to."
+        },
+        "text_pattern:whole_answer",
+    ),
+    ("pairwise", "default", 'Joke B\'s punchline "maybe A or B" is the twist.\nAnswer: B', Y, "text_pattern:labelled"),
     ("explanation", "default", '{"text": "The pun is on', UNPARSEABLE, "cut off"),
 ]
