@@ -235,6 +235,7 @@ class JudgeJob:
             shown=prepared.shown,
             config=self.config,
             item_text=prepared.item_text,
+            backend=self.backend if prepared.schema else None,
         )
         return ask(
             backend=self.backend,
@@ -249,5 +250,15 @@ class JudgeJob:
         )
 
     @staticmethod
-    def _parse(text, *, task_type, shown, config, item_text):
-        return parse_answer(task_type=task_type, text=text, shown_order=shown, config=config, item_text=item_text)
+    def _parse(text, *, task_type, shown, config, item_text, backend):
+        # Read the mode when the answer arrives: a refused schema steps the backend down mid-run,
+        # and only an answer asked for with a schema or JSON mode counts as structured output.
+        structured = backend is not None and backend.structured_mode != "off"
+        return parse_answer(
+            task_type=task_type,
+            text=text,
+            shown_order=shown,
+            config=config,
+            item_text=item_text,
+            structured=structured,
+        )

@@ -60,6 +60,8 @@ class JudgingType:
     default_template: ClassVar[str]
     #: Why no baseline answers this type ("" when the baselines below do).
     no_baseline: ClassVar[str] = ""
+    #: The answer is prose by nature (an explanation): hedging words are content, not a hedge between answers.
+    reads_prose: ClassVar[bool] = False
 
     # -- asking -------------------------------------------------------------
     def prompt_variables(self, *, item: Item, config: dict[str, Any]) -> dict[str, Any]:
@@ -75,8 +77,11 @@ class JudgingType:
         """(raw value, provenance extras) from the answer's JSON object; raise Unparseable."""
         raise Unparseable(f"no parser for task type {self.name!r}")
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
-        """A raw value from an unambiguous plain-text answer; raise Unparseable otherwise."""
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        """(raw value, name of the pattern that read it) from an unambiguous plain-text answer; raise Unparseable.
+
+        Called only for answers holding no JSON, after refusals and hedges were refused.
+        """
         raise Unparseable("the answer is not the JSON object that was asked for")
 
     # -- baselines --------------------------------------------------------------

@@ -16,7 +16,7 @@ from ..prompts.builtin import BEST_WORST
 from .base import JudgingType, Labelled, StudyFacts, by_length, json_object
 from .reading import Unparseable, choice_number, first_key, keyed, one
 
-_NUMBER = r"(?:joke\s*|option\s*|#)?\d+"
+_NUMBER = r"(?:joke\s*|option\s*|#)?\d+(?!\w|\.\d)"
 
 
 def _most_common(positions: Counter, *, besides: int | None = None) -> int | None:
@@ -41,13 +41,13 @@ class BestWorstJudging(JudgingType):
         extras = {"reasoning": obj["reasoning"]} if isinstance(obj.get("reasoning"), str) else {}
         return {BEST: choice_number(best, shown), WORST: choice_number(worst, shown)}, extras
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
-        best = keyed(text, r"best|funniest", _NUMBER)
-        worst = keyed(text, r"worst|least funny", _NUMBER)
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        best = keyed(text, r"best|funniest|最好笑|最も面白い", _NUMBER)
+        worst = keyed(text, r"worst|least funny|最不好笑|最もつまらない", _NUMBER)
         return {
             BEST: choice_number(one(best, "best joke"), shown),
             WORST: choice_number(one(worst, "worst joke"), shown),
-        }
+        }, "labelled"
 
     def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
         best, worst = Counter(), Counter()

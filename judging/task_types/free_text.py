@@ -8,7 +8,7 @@ from annotation.task_types.free_text import MicroEdit, WrittenExplanation, split
 
 from ..prompts.builtin import EXPLAIN_JOKE, MICRO_EDIT
 from .base import JudgingType, json_object
-from .reading import Unparseable, find_json_object, text_field
+from .reading import Unparseable, text_field
 
 NO_TEXT_BASELINE = "Baselines do not write text; use an LLM judge for this study."
 
@@ -28,9 +28,9 @@ class MicroEditJudging(JudgingType):
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:
         return {"replacement": text_field(obj, "replacement", "word", "answer").strip("\"'")}, {}
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
         if re.fullmatch(r"\s*[\"']?[^\s<>\"']+[\"']?\s*\.?\s*", text):
-            return {"replacement": text.strip().strip(".\"'")}
+            return {"replacement": text.strip().strip(".\"'")}, "whole_answer"
         raise Unparseable("the answer is not the JSON object that was asked for")
 
 
@@ -38,6 +38,7 @@ class ExplanationJudging(JudgingType):
     name = WrittenExplanation.name
     default_template = EXPLAIN_JOKE.name
     no_baseline = NO_TEXT_BASELINE
+    reads_prose = True
 
     def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
         return json_object({"text": {"type": "string"}}, ["text"])
@@ -45,7 +46,6 @@ class ExplanationJudging(JudgingType):
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:
         return {"text": text_field(obj, "text", "explanation", "answer")}, {}
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
-        if text.strip() and find_json_object(text) is None:
-            return {"text": text.strip()}
-        raise Unparseable("the answer is not the JSON object that was asked for")
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        # Only reached when the answer holds no JSON object: the prose is the explanation.
+        return {"text": text.strip()}, "whole_answer"

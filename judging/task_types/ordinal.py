@@ -11,7 +11,18 @@ from annotation.task_types.ordinal import OrdinalScale
 
 from ..prompts.builtin import FUNNINESS_DIGIT
 from .base import JudgingType, Labelled, StudyFacts, json_object
-from .reading import Unparseable, first_key, integer, keyed, one
+from .reading import ANSWER_KEYS, Unparseable, first_key, integer, one
+
+_RATING_KEYS = rf"{ANSWER_KEYS}|rating|score|funniness|grade|评分|分数|得分|評価|点数|スコア"
+# A scale point, optionally "out of" the scale's top ("2/3", "2 out of 3") or with a unit ("2分", "2点", "2 points").
+_POINT = r"\**(-?\d+)\**(?:\s*(?:/|out\s+of)\s*(\d+))?\s*(?:分|点|points?)?\**"
+
+
+def _rating(match: re.Match, config: dict[str, Any]) -> int:
+    rating, top = match.group(1), match.group(2)
+    if top is not None and int(top) != max(config.get("points", [0])):
+        raise Unparseable(f"the rating {rating}/{top} is not on this scale (its top is {max(config['points'])})")
+    return int(rating)
 
 
 class OrdinalJudging(JudgingType):
@@ -27,16 +38,21 @@ class OrdinalJudging(JudgingType):
             raise Unparseable("the JSON answer has no rating")
         return {"rating": integer(raw)}, {}
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
-        if re.fullmatch(r"\s*-?\d+\s*\.?\s*", text):
-            return {"rating": int(text.strip().rstrip("."))}
-        found = keyed(text, r"rating|score|answer|funniness|grade", r"-?\d+")
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        # Only a number that is the answer: the whole reply, a labelled rating, or "2/3" on this scale.
+        # A number in prose ("it has 3 puns") is a count, never read as the rating.
+        whole = re.fullmatch(rf"\s*{_POINT}\s*[.。]?\s*", text, re.I)
+        if whole:
+            return {"rating": _rating(whole, config)}, "whole_answer"
+        found = [
+            _rating(m, config)
+            for m in re.finditer(
+                rf"(?:{_RATING_KEYS})[\s*]*(?:[:=：]|\bis\b)[\s\"'*“「]*{_POINT}(?!\w|\.\d)", text, re.I
+            )
+        ]
         if found:
-            return {"rating": int(one(found, "rating"))}
-        numbers = re.findall(r"(?<![\w.])-?\d+(?![\w.])", text)
-        if len(numbers) == 1:
-            return {"rating": int(numbers[0])}
-        raise Unparseable("no single rating found in the answer" if not numbers else "several numbers in the answer")
+            return {"rating": one(found, "rating")}, "labelled"
+        raise Unparseable("no rating found in the answer (a number in prose is not read as one)")
 
     def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
         mean = statistics.fmean(v["rating"] for v, _ in values)

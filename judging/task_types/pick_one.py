@@ -9,7 +9,10 @@ from annotation.task_types.pick_one import PickOne
 
 from ..prompts.builtin import PICK_FUNNIEST
 from .base import ChoiceBaselines, JudgingType, StudyFacts, by_length, json_object
-from .reading import Unparseable, choice_number, first_key, keyed, one
+from .reading import ANSWER_KEYS, Unparseable, choice_number, first_key, keyed, one
+
+_CHOICE_KEYS = rf"{ANSWER_KEYS}|choice|pick|winner|选择|選択"
+_OPTION = r"(?:option|answer|response|#|选项|選択肢)?\s*(\d+)\s*(?:番|号)?"
 
 
 class PickOneJudging(ChoiceBaselines, JudgingType):
@@ -25,11 +28,17 @@ class PickOneJudging(ChoiceBaselines, JudgingType):
             raise Unparseable("the JSON answer has no choice")
         return {"choice": choice_number(raw, shown)}, {}
 
-    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> Any:
-        if re.fullmatch(r"\s*(?:option\s*)?\d+\s*\.?\s*", text, re.I):
-            return {"choice": choice_number(text, shown)}
-        found = keyed(text, r"choice|answer|pick|winner", r"(?:option\s*)?\d+")
-        return {"choice": choice_number(one(found, "choice"), shown)}
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        # An option number only when it is the answer: the whole reply, labelled, or "I choose option 2".
+        # A number in prose ("all 3 answers are puns") is never read as the choice.
+        whole = re.fullmatch(rf"\s*\**{_OPTION}\**\s*[.。]?\s*", text, re.I)
+        if whole:
+            return {"choice": choice_number(whole.group(1), shown)}, "whole_answer"
+        found = keyed(text, _CHOICE_KEYS, rf"{_OPTION}(?!\w|\.\d)")
+        if found:
+            return {"choice": choice_number(one(found, "choice"), shown)}, "labelled"
+        chosen = re.findall(rf"\bI(?:'d|’d|\s+would)?\s+(?:choose|pick|go\s+with|vote\s+for)\s+{_OPTION}\b", text, re.I)
+        return {"choice": choice_number(one(chosen, "choice"), shown)}, "chosen"
 
     def random_answer(self, *, config: dict[str, Any], shown: list[str], rng: random.Random) -> dict[str, Any]:
         return {"choice": rng.choice(shown)}

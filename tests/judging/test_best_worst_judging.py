@@ -51,7 +51,7 @@ class TestAnswers:
     def test_plain_text_with_both_picks_is_read(self):
         parsed = parse("Best: joke 2\nWorst: joke 4")
         assert parsed.value == {"best": "k-x", "worst": "k-z"}
-        assert parsed.method == "fallback"
+        assert parsed.method == "text_pattern:labelled"
 
     def test_the_same_joke_twice_is_unparseable_with_the_reason(self):
         parsed = parse('{"best": 2, "worst": 2}')
@@ -105,7 +105,8 @@ class TestRuns:
         assert {j.status for j in stored.values()} == {"ok"}
         assert stored["set-0"].value == {"best": "k1", "worst": "k0"}
         assert stored["set-1"].value == {"best": "k2", "worst": "k3"}
-        assert stored["set-1"].provenance["parse"]["method"] == "json"
+        # The judge asked with the JSON schema and the reply was exactly that object.
+        assert stored["set-1"].provenance["parse"]["method"] == "structured"
 
     @pytest.mark.parametrize("kind", ["random", "constant", "length"])
     def test_every_baseline_answers_two_different_jokes(self, researcher, kind):

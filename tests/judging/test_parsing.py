@@ -53,11 +53,14 @@ class TestPairwise:
     def test_a_json_answer_without_a_decision_is_not_read_word_by_word(self):
         assert pairwise('{"reasoning": "A is better than B"}').value is None
 
-    @pytest.mark.parametrize(("text", "choice"), [("B", "cand-y"), ("Decision: A", "cand-x"), ("tie.", "tie")])
-    def test_plain_text_fallback_accepts_unambiguous_answers(self, text, choice):
+    @pytest.mark.parametrize(
+        ("text", "choice", "pattern"),
+        [("B", "cand-y", "whole_answer"), ("Decision: A", "cand-x", "labelled"), ("tie.", "tie", "whole_answer")],
+    )
+    def test_plain_text_fallback_accepts_unambiguous_answers(self, text, choice, pattern):
         parsed = pairwise(text)
         assert parsed.value == {"choice": choice}
-        assert parsed.method == "fallback"
+        assert parsed.method == f"text_pattern:{pattern}"
 
     @pytest.mark.parametrize("text", ["", "   ", "Both jokes are fine.", "Decision: A. Actually, decision: B"])
     def test_anything_else_is_unparseable(self, text):

@@ -79,7 +79,7 @@ class TestExactlyOnce:
         assert p["tokens"] == {"prompt": 40, "completion": 10, "total": 50}
         assert p["latency_ms"] >= 0
         assert p["raw_response"].startswith("{")
-        assert p["parse"] == {"status": "ok", "method": "json", "error": ""}
+        assert p["parse"] == {"status": "ok", "method": "structured", "error": ""}
 
 
 class TestBothOrders:
