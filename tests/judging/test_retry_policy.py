@@ -5,9 +5,9 @@ import random
 import pytest
 
 from annotation.models import Judgment
-from judging.models import JudgeRun
 from judging.backends.chat import CallError, Completion
 from judging.limits import LocalLimits
+from judging.models import JudgeRun
 from judging.parsing import Parsed
 from judging.retry import FAILED, OK, UNPARSEABLE, RateLimiter, RetryPolicy, ask
 from judging.selectors import run_progress
