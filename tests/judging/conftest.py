@@ -56,6 +56,13 @@ def make_llm_judge(researcher, fault_server):
 
 
 @pytest.fixture(autouse=True)
+def _retry_by_tries_only(settings):
+    # Most tests count tries against a server that keeps failing; the time budget, which would keep
+    # such a server retried for two minutes, is set by the tests about it (test_retry_policy.py).
+    settings.FUNNYBONE_JUDGE_RETRY_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
 def _declared_key_variables(settings):
     # The variables these tests name as a judge's key, declared as an operator would (judging.keys);
     # tests/security/test_judge_secrets.py covers the names that are refused.

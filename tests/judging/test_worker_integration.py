@@ -247,3 +247,35 @@ class TestADeadWorkersRunIsPickedUpWithinALease:
         )
         assert len(per_unit) == 16
         assert {row["n"] for row in per_unit} == {1}
+
+
+class TestAnEndpointRestartIsWaitedOut:
+    def test_judgments_during_an_outage_end_ok_not_failed(
+        self, make_study, researcher, fault_server, start_worker, send_task
+    ):
+        # The endpoint drops every connection for 10 s (a restart, test-sized), then answers. The judge's
+        # own retries (2, from 0.2 s) would be spent in about a second; the worker's default time
+        # budget (FUNNYBONE_JUDGE_RETRY_SECONDS, 120 s) carries the calls over the outage.
+        study = make_study(task_type="ordinal", n_items=4)
+        judge = judge_create(
+            owner=researcher,
+            name="restarting endpoint",
+            base_url=fault_server.url("down:10"),
+            model="fake-model",
+            concurrency=4,
+            timeout_seconds=5,
+            max_retries=2,
+            backoff_seconds=0.2,
+        )
+        run = run_create(study=study, judge=judge, enqueue=False)
+        start_worker()
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: run_has_ended(run.pk), what="the run through the outage")
+        run.refresh_from_db()
+        assert run.status == "done"
+        judgments = Judgment.objects.filter(rater=judge.rater)
+        assert sorted(judgments.values_list("status", flat=True)) == ["ok"] * 4
+        for judgment in judgments:
+            attempts = judgment.provenance["attempts"]
+            assert len(attempts) > 3
+            assert "error" in attempts[0] and "error" not in attempts[-1]
