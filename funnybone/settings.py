@@ -287,6 +287,12 @@ FUNNYBONE_LOGIN_LOCKOUT_SECONDS = max(1, env_int("FUNNYBONE_LOGIN_LOCKOUT_SECOND
 # How often each Celery worker looks for judge/generation runs and tournaments whose
 # queued message was lost (no live lease, no progress) and queues them again; 0 = only at start-up.
 FUNNYBONE_RECOVERY_SECONDS = env_int("FUNNYBONE_RECOVERY_SECONDS", 300)
+# A judge run, generation or tournament whose worker sent no heartbeat for this long counts as
+# dead and is handed to another worker; workers look every half lease (judging.services.recovery).
+FUNNYBONE_RUN_LEASE_SECONDS = max(2, env_int("FUNNYBONE_RUN_LEASE_SECONDS", 30))
+# A model call that fails in transport (refused, 5xx, timeout) is retried, beyond the judge's
+# retries, until this many seconds have passed: an endpoint restart of a minute is waited out.
+FUNNYBONE_JUDGE_RETRY_SECONDS = max(0, env_int("FUNNYBONE_JUDGE_RETRY_SECONDS", 120))
 
 CACHES = {
     "default": (

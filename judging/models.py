@@ -226,7 +226,22 @@ class WorkUnit(models.Model):
         abstract = True
 
 
-class JudgeRun(models.Model):
+class Driven(models.Model):
+    """Who drives a run or tournament and their last sign of life (``annotation.jobs.heartbeat`` renews it).
+
+    Not exclusive, unlike ``annotation.jobs.LeasedJob``: several workers may drive one run, as its
+    units are claimed one by one under their own leases; the run's heartbeat only tells recovery
+    that someone is still at it (``judging.services.recovery``).
+    """
+
+    claimed_by = models.CharField(max_length=64, blank=True, help_text="Token of the worker driving it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class JudgeRun(Driven):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
     judge = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="runs")
     template = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.PROTECT)
@@ -276,7 +291,7 @@ class JudgeUnit(WorkUnit):
         return f"unit {self.pk} of run {self.run_id}"
 
 
-class Tournament(models.Model):
+class Tournament(Driven):
     """HumorRank: contestants' candidates on shared prompts, compared pair by pair."""
 
     class Schedule(models.TextChoices):
@@ -333,7 +348,7 @@ class GeneratorConfig(EndpointSettings):
         return f"<GeneratorConfig {self.pk} {self.name!r}>"
 
 
-class GenerationRun(models.Model):
+class GenerationRun(Driven):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="generation_runs")
     generators = models.ManyToManyField(GeneratorConfig, related_name="runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

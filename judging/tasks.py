@@ -7,6 +7,9 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 
+from annotation.jobs import recover_periodically
+
+from .runner import LEASE_SECONDS
 from .services import judging_job  # noqa: F401 - load the model client once per worker, not per run
 from .services.generation import generation_run_fail, process_generation_run
 from .services.recovery import stalled_work_requeue
@@ -68,30 +71,29 @@ def recover_stalled_work_task() -> None:
     stalled_work_requeue()
 
 
-# How often a running worker looks for stalled work; 0 turns the periodic check off (the start-up one stays).
-RECOVERY_SECONDS = settings.FUNNYBONE_RECOVERY_SECONDS
-_recovery_stop = threading.Event()
+def recovery_seconds() -> float:
+    """How often a running worker looks for stalled work: every half lease, so a dead worker's run
+    is picked up within about a lease; never less often than ``FUNNYBONE_RECOVERY_SECONDS``, whose 0
+    turns the periodic check off (the start-up one stays)."""
+    if settings.FUNNYBONE_RECOVERY_SECONDS <= 0:
+        return 0.0
+    return min(float(settings.FUNNYBONE_RECOVERY_SECONDS), LEASE_SECONDS / 2)
 
 
-def _recover_periodically(interval: float) -> None:
-    while not _recovery_stop.wait(interval):
-        try:
-            recover_stalled_work_task.delay()
-        except Exception:  # noqa: BLE001 - the broker may be down; the next tick tries again
-            logger.exception("could not queue the stalled-work check")
+_recovery_stop: threading.Event | None = None
 
 
 @worker_ready.connect
 def _recover_when_a_worker_starts(sender=None, **kwargs) -> None:
+    global _recovery_stop
     # Queued as a task, so the check runs in a pool process with its own database connection.
     recover_stalled_work_task.delay()
-    if RECOVERY_SECONDS > 0:
-        _recovery_stop.clear()
-        threading.Thread(
-            target=_recover_periodically, args=(RECOVERY_SECONDS,), name="judging-recovery", daemon=True
-        ).start()
+    every = recovery_seconds()
+    if every > 0:
+        _recovery_stop = recover_periodically(recover_stalled_work_task.delay, every=every, name="judging-recovery")
 
 
 @worker_shutting_down.connect
 def _stop_recovery(**kwargs) -> None:
-    _recovery_stop.set()
+    if _recovery_stop is not None:
+        _recovery_stop.set()

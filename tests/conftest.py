@@ -44,6 +44,14 @@ def _judges_may_call_loopback(settings):
     settings.FUNNYBONE_OUTBOUND_ALLOW_NETWORKS = LOOPBACK_NETWORKS
 
 
+@pytest.fixture(autouse=True)
+def _retry_by_tries_only(settings):
+    # Judge tests anywhere count tries against a server that keeps failing; the time budget, which
+    # would keep such a server retried for two minutes, is set by the tests about it
+    # (tests/judging/test_retry_policy.py). Workers started as processes keep the real default.
+    settings.FUNNYBONE_JUDGE_RETRY_SECONDS = 0
+
+
 @pytest.fixture
 def researcher(db):
     return get_user_model().objects.create_user("rita", "rita@example.org", "rita-password-123")

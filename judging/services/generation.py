@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -31,7 +32,17 @@ from ..outbound import OutboundRefused
 from ..parsing import Parsed, find_json_object
 from ..prompts.render import check_template, render
 from ..retry import ABANDONED, OK, RetryPolicy, ask
-from ..runner import cancel_run, complete_unit, drive, end_run_if_finished, release_unit, resume_run
+from ..runner import (
+    cancel_run,
+    complete_unit,
+    drive,
+    end_run_if_finished,
+    release_unit,
+    resume_run,
+    run_heartbeat,
+    run_take,
+    worker_token,
+)
 from .judges import _check_base_url, set_endpoint_settings
 
 DEFAULT_GENERATOR_PROMPT = (
@@ -286,7 +297,11 @@ class GenerationJob:
             messages=prepared.messages,
             schema=None,
             parse=parse_candidate,
-            policy=RetryPolicy(max_retries=g.max_retries, base_seconds=g.backoff_seconds),
+            policy=RetryPolicy(
+                max_retries=g.max_retries,
+                base_seconds=g.backoff_seconds,
+                max_elapsed_seconds=django_settings.FUNNYBONE_JUDGE_RETRY_SECONDS,
+            ),
             limiter=self.limiters[g.pk],
             rng=prepared.rng,
             should_stop=self.stop.is_set,
@@ -338,8 +353,8 @@ class GenerationJob:
 
 
 def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
-    started = GenerationRun.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(status=RunStatus.RUNNING)
-    if not started:
+    token = worker_token()
+    if not run_take(GenerationRun, pk=run_id, token=token):
         return
     run = GenerationRun.objects.select_related("study").get(pk=run_id)
     try:
@@ -355,7 +370,8 @@ def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
         return cancelled
 
     try:
-        result = drive(job, run_id=run_id, is_cancelled=is_cancelled)
+        with run_heartbeat(GenerationRun, pk=run_id, token=token):
+            result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
     finally:
         job.close()
     if not result.cancelled:

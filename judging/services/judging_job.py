@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from django.conf import settings
+
 from annotation.models import Assignment, Judgment
 from annotation.services.judgments import judgment_submit
 from annotation.task_types import get_task_type
@@ -77,7 +79,11 @@ class JudgeJob:
             structured_output=self.judge.structured_output,
             concurrency=self.judge.concurrency,
         )
-        self.policy = RetryPolicy(max_retries=self.judge.max_retries, base_seconds=self.judge.backoff_seconds)
+        self.policy = RetryPolicy(
+            max_retries=self.judge.max_retries,
+            base_seconds=self.judge.backoff_seconds,
+            max_elapsed_seconds=settings.FUNNYBONE_JUDGE_RETRY_SECONDS,
+        )
         # Held across every worker on this judge (when the cache is Redis), not per process.
         self.limiter = call_limits(
             scope="judge",

@@ -1,14 +1,21 @@
-"""Re-queue work whose task the broker lost, with no extra server.
+"""Hand work whose worker died, or whose task the broker lost, to another worker.
 
 A queued or running judge run, generation run or tournament moves only while
-some worker holds a task for it. If the broker loses that message (a restart
-without persistence, a purged queue), nothing else re-queues it: only the
-Resume button did. A worker calls ``stalled_work_requeue`` when it starts and
-every few minutes after (see ``judging.tasks``). Work counts as stalled when
-none of its units holds a live lease and nothing about it (created, started,
-a unit finished) happened for longer than the lease. Re-queueing is safe to
-repeat: units are claimed under leases, so a duplicate task only works what
-is left, and a task for finished work returns at once.
+some worker holds a task for it. The worker driving it renews the run's
+heartbeat (``judging.runner.run_heartbeat``) every third of the lease
+(``FUNNYBONE_RUN_LEASE_SECONDS``); a worker killed mid-run stops beating, and
+if the broker loses a queued message nothing beats at all. Every worker calls
+``stalled_work_requeue`` when it starts and every half lease after (see
+``judging.tasks``), so a dead worker's run is queued again within about one
+and a half leases of its last beat. Work counts as stalled when none of its
+units holds a live lease and its last sign of life (created, started, a
+heartbeat, a unit finished) is older than the lease.
+
+Queueing again stamps the heartbeat with a conditional update, so several
+workers checking at once queue one task, and a run waiting for a busy worker
+is queued again only once per lease. A duplicate task is harmless anyway:
+units are claimed under leases, so it only works what is left, and a task for
+finished work returns at once.
 """
 
 import logging
@@ -47,7 +54,10 @@ def _live_lease(unit_model, now: datetime, **outer: str) -> Exists:
 def stalled_judge_runs(*, now: datetime, stale_after: float) -> list[int]:
     """Active runs outside tournaments (a tournament's task drives its rounds) with no live lease and no recent step."""
     last_step = Greatest(
-        "created_at", Coalesce("started_at", "created_at"), Coalesce(Max("units__finished_at"), "created_at")
+        "created_at",
+        Coalesce("started_at", "created_at"),
+        Coalesce("heartbeat_at", "created_at"),
+        Coalesce(Max("units__finished_at"), "created_at"),
     )
     return list(
         JudgeRun.objects.filter(status__in=ACTIVE_RUN_STATES, tournament=None)
@@ -63,7 +73,11 @@ def stalled_generation_runs(*, now: datetime, stale_after: float) -> list[int]:
     return list(
         GenerationRun.objects.filter(status__in=ACTIVE_RUN_STATES)
         .exclude(_live_lease(GenerationUnit, now, run_id="pk"))
-        .annotate(last_step=Greatest("created_at", Coalesce(Max("units__finished_at"), "created_at")))
+        .annotate(
+            last_step=Greatest(
+                "created_at", Coalesce("heartbeat_at", "created_at"), Coalesce(Max("units__finished_at"), "created_at")
+            )
+        )
         .filter(last_step__lt=now - timedelta(seconds=stale_after))
         .order_by("pk")
         .values_list("pk", flat=True)
@@ -80,6 +94,7 @@ def stalled_tournaments(*, now: datetime, stale_after: float) -> list[int]:
     )
     return list(
         Tournament.objects.filter(status__in=ACTIVE_RUN_STATES, created_at__lt=cutoff)
+        .exclude(heartbeat_at__gte=cutoff)
         .exclude(Exists(leased))
         .exclude(Exists(recent_round))
         .order_by("pk")
@@ -87,22 +102,29 @@ def stalled_tournaments(*, now: datetime, stale_after: float) -> list[int]:
     )
 
 
-def stalled_work_requeue(*, now: datetime | None = None, stale_after: float = LEASE_SECONDS) -> Requeued:
+def _hand_out(model, pks: list[int], *, now: datetime, stale_after: float) -> list[int]:
+    """Stamp each stalled row's heartbeat, keeping those this check stamped (a concurrent check got the others)."""
+    silent = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=stale_after))
+    return [
+        pk for pk in pks if model.objects.filter(silent, pk=pk, status__in=ACTIVE_RUN_STATES).update(heartbeat_at=now)
+    ]
+
+
+def stalled_work_requeue(*, now: datetime | None = None, stale_after: float | None = None) -> Requeued:
     """Queue a task again for every stalled run and tournament; returns what was queued."""
     from ..tasks import generation_run_task, judge_run_task, tournament_task
 
     now = now or timezone.now()
-    found = Requeued(
-        judge_runs=stalled_judge_runs(now=now, stale_after=stale_after),
-        generation_runs=stalled_generation_runs(now=now, stale_after=stale_after),
-        tournaments=stalled_tournaments(now=now, stale_after=stale_after),
-    )
+    stale_after = LEASE_SECONDS if stale_after is None else stale_after
+    found = Requeued()
     with transaction.atomic():
-        for task, ids in (
-            (judge_run_task, found.judge_runs),
-            (generation_run_task, found.generation_runs),
-            (tournament_task, found.tournaments),
+        for task, model, stalled, ids in (
+            (judge_run_task, JudgeRun, stalled_judge_runs, found.judge_runs),
+            (generation_run_task, GenerationRun, stalled_generation_runs, found.generation_runs),
+            (tournament_task, Tournament, stalled_tournaments, found.tournaments),
         ):
+            candidates = stalled(now=now, stale_after=stale_after)
+            ids.extend(_hand_out(model, candidates, now=now, stale_after=stale_after))
             for pk in ids:
                 transaction.on_commit(lambda task=task, pk=pk: task.delay(pk))
     if found:

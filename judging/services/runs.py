@@ -24,7 +24,16 @@ from annotation.task_types import Level, get_task_type
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
 from ..outbound import OutboundRefused
-from ..runner import DriveResult, cancel_run, drive, end_run_if_finished, resume_run
+from ..runner import (
+    DriveResult,
+    cancel_run,
+    drive,
+    end_run_if_finished,
+    resume_run,
+    run_heartbeat,
+    run_take,
+    worker_token,
+)
 from .templates import judge_template
 
 logger = logging.getLogger(__name__)
@@ -108,12 +117,8 @@ def unit_assignment(*, unit: JudgeUnit, run: JudgeRun) -> Assignment:
     return swapped
 
 
-def _mark_started(run_id: int) -> bool:
-    return bool(
-        JudgeRun.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
-            status=RunStatus.RUNNING, started_at=Coalesce("started_at", timezone.now())
-        )
-    )
+def _mark_started(run_id: int, token: str) -> bool:
+    return run_take(JudgeRun, pk=run_id, token=token, started_at=Coalesce("started_at", timezone.now()))
 
 
 def run_fail(*, run_id: int, error: str, secrets: tuple[str, ...] = ()) -> None:
@@ -126,7 +131,8 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
     """Work a run to the end (or until cancelled). Safe to call from several workers at once."""
     from .judging_job import JudgeJob
 
-    if not _mark_started(run_id):
+    token = token or worker_token()
+    if not _mark_started(run_id, token):
         return DriveResult()
     run = JudgeRun.objects.select_related("study", "judge__rater", "template").get(pk=run_id)
     try:
@@ -146,7 +152,8 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
         return last_check[1]
 
     try:
-        result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
+        with run_heartbeat(JudgeRun, pk=run_id, token=token):
+            result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
     finally:
         job.close()
     if not result.cancelled:

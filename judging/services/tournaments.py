@@ -28,7 +28,7 @@ from ratings.stats.leaderboard import MatchVerdict
 
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
 from ..rankings import current_ratings
-from ..runner import unfinished
+from ..runner import run_heartbeat, run_take, unfinished, worker_token
 from ..tournament import Schedule, round_robin, swiss_round
 from .runs import process_run, run_create
 
@@ -188,7 +188,14 @@ def _schedule_round(
 
 def process_tournament(*, tournament_id: int) -> None:
     """Play the tournament to its end: finish an open round, then schedule and judge rounds until done."""
-    Tournament.objects.filter(pk=tournament_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING)
+    token = worker_token()
+    if not run_take(Tournament, pk=tournament_id, token=token):
+        return
+    with run_heartbeat(Tournament, pk=tournament_id, token=token):
+        _play(tournament_id)
+
+
+def _play(tournament_id: int) -> None:
     tournament = Tournament.objects.select_related("match_study", "source_study", "judge__rater").get(pk=tournament_id)
     names, prompts = _contestants(tournament.source_study)
     rng = random.Random(tournament.seed)  # noqa: S311 - scheduling, not security

@@ -23,6 +23,8 @@ Steps:
     tie             a pairwise verdict of TIE
     echo            HTTP 401 whose body repeats the request's Authorization header
     noschema        HTTP 400 when a response_format is sent, else ok
+    down:S          the connection is closed unanswered until S seconds after this URL's first
+                    request, then ok (an endpoint restarting); a time, not a try, so best alone
 
 Bounded by design: it serves only 127.0.0.1 and stops with its owner.
 """
@@ -124,6 +126,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _act(self, step: str, request: dict[str, Any]) -> None:
         name, _, arg = step.partition(":")
+        if name == "down":
+            if self.server.seconds_since_first(self.path) < float(arg or 20):
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            name = "ok"
         if name == "slow":
             time.sleep(float(arg or 200) / 1000)
             name = "ok"
@@ -194,7 +202,14 @@ class FaultServer(ThreadingHTTPServer):
         self.tries: Counter = Counter()
         self.steps_served: Counter = Counter()
         self._urls = 0
+        self._first_seen: dict[str, float] = {}
         self._thread: threading.Thread | None = None
+
+    def seconds_since_first(self, path: str) -> float:
+        """Seconds since the first request to this URL (0 for the first one)."""
+        with self._lock:
+            first = self._first_seen.setdefault(path, time.monotonic())
+        return time.monotonic() - first
 
     def next_step(self, path: str, key: str, steps: list[str]) -> str:
         with self._lock:

@@ -87,18 +87,70 @@ class TestStalledJudgeRuns:
         age(JudgeRun, judge_run.pk)
         assert not stalled_work_requeue()
 
-    def test_checking_twice_queues_twice_and_that_is_harmless(self, judge_run, queued_tasks):
+    def test_checking_twice_queues_once_and_a_duplicate_task_is_harmless(self, judge_run, queued_tasks):
         from judging.services.runs import process_run
 
         age(JudgeRun, judge_run.pk)
         stalled_work_requeue()
-        stalled_work_requeue()
-        for run_id in queued_tasks["judge"]:
-            process_run(run_id=run_id)
+        stalled_work_requeue()  # a second worker checking at the same moment
+        assert queued_tasks["judge"] == [judge_run.pk]
+        process_run(run_id=judge_run.pk)
+        process_run(run_id=judge_run.pk)  # the broker redelivered it anyway
         judge_run.refresh_from_db()
-        assert queued_tasks["judge"] == [judge_run.pk, judge_run.pk]
         assert judge_run.status == "done"
         assert judge_run.units.filter(status="done").count() == 2
+
+    def test_a_run_no_worker_took_is_queued_again_after_another_lease(self, judge_run, queued_tasks):
+        age(JudgeRun, judge_run.pk)
+        stalled_work_requeue()
+        later = timezone.now() + timedelta(seconds=LEASE_SECONDS + 1)
+        stalled_work_requeue(now=later)
+        assert queued_tasks["judge"] == [judge_run.pk, judge_run.pk]
+
+
+class TestRunHeartbeats:
+    def test_a_run_whose_driver_stopped_beating_is_queued_again(self, judge_run, queued_tasks):
+        left_running_with_leases(JudgeUnit, judge_run, expired=True)
+        age(JudgeRun, judge_run.pk, "created_at", "started_at", "heartbeat_at")
+        stalled_work_requeue()
+        assert queued_tasks["judge"] == [judge_run.pk]
+
+    def test_a_run_whose_driver_still_beats_is_left_alone(self, judge_run, queued_tasks):
+        left_running_with_leases(JudgeUnit, judge_run, expired=True)
+        age(JudgeRun, judge_run.pk, "created_at", "started_at")
+        JudgeRun.objects.filter(pk=judge_run.pk).update(heartbeat_at=timezone.now())
+        assert not stalled_work_requeue()
+
+    def test_working_a_run_records_who_drove_it_and_when_it_last_beat(self, judge_run):
+        from judging.services.runs import process_run
+
+        process_run(run_id=judge_run.pk, token="worker-a")
+        judge_run.refresh_from_db()
+        assert judge_run.status == "done"
+        assert judge_run.claimed_by == "worker-a"
+        assert judge_run.heartbeat_at is not None
+
+    def test_a_tournament_whose_driver_stopped_beating_is_queued_again(self, researcher, make_study, queued_tasks):
+        source = make_study(task_type="pick_one", n_items=2, n_candidates=3)
+        judge = ensure_baseline_judges(owner=researcher)[0]
+        cup = tournament_create(owner=researcher, name="cup", source_study=source, judge=judge, enqueue=False)
+        Tournament.objects.filter(pk=cup.pk).update(status="running", claimed_by="dead-worker")
+        age(Tournament, cup.pk, "created_at", "heartbeat_at")
+        stalled_work_requeue()
+        assert queued_tasks["tournament"] == [cup.pk]
+
+
+class TestHowOftenWorkersLook:
+    def test_every_half_lease_by_default(self):
+        from judging.tasks import recovery_seconds
+
+        assert recovery_seconds() == LEASE_SECONDS / 2
+
+    def test_never_when_the_periodic_check_is_off(self, settings):
+        from judging.tasks import recovery_seconds
+
+        settings.FUNNYBONE_RECOVERY_SECONDS = 0
+        assert recovery_seconds() == 0
 
 
 class TestStalledGenerationRuns:

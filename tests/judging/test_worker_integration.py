@@ -205,3 +205,77 @@ class TestAKilledWorkerLosesNothing:
         assert len(per_unit) == 16
         assert set(per_unit.values()) == {1}
         assert set(Judgment.objects.filter(rater=judge.rater).values_list("status", flat=True)) <= {"ok", "failed"}
+
+
+class TestADeadWorkersRunIsPickedUpWithinALease:
+    def test_another_worker_finishes_the_run_without_a_resume(
+        self, make_study, researcher, fault_server, start_worker, send_task, worker_env
+    ):
+        # A short lease, test-sized; the default is 30 s (FUNNYBONE_RUN_LEASE_SECONDS).
+        worker_env["FUNNYBONE_RUN_LEASE_SECONDS"] = "4"
+        study = make_study(task_type="ordinal", n_items=8)
+        judge = judge_create(
+            owner=researcher,
+            name="slow judge",
+            base_url=fault_server.url("slow:1500"),
+            model="fake-model",
+            concurrency=2,
+            timeout_seconds=10,
+            backoff_seconds=0.1,
+        )
+        run = run_create(study=study, judge=judge, trials=2, enqueue=False)
+        first = start_worker("doomed")
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: Judgment.objects.filter(rater=judge.rater).count() >= 3, what="some units judged")
+        first.kill()
+        run.refresh_from_db()
+        dead_token = run.claimed_by
+        assert dead_token, "the doomed worker did not record itself as the run's driver"
+        assert run.status == "running"
+        assert Judgment.objects.filter(rater=judge.rater).count() < 16, "the run finished before the kill"
+
+        # No Resume and no task sent: the second worker's own recovery must find the silent run.
+        start_worker("rescuer")
+        wait_until(lambda: run_has_ended(run.pk), what="the dead worker's run", limit=300)
+
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert run.claimed_by not in ("", dead_token)
+        assert run.units.filter(status="done").count() == 16
+        per_unit = (
+            Judgment.objects.filter(rater=judge.rater).values("item_id", "assignment__trial").annotate(n=Count("id"))
+        )
+        assert len(per_unit) == 16
+        assert {row["n"] for row in per_unit} == {1}
+
+
+class TestAnEndpointRestartIsWaitedOut:
+    def test_judgments_during_an_outage_end_ok_not_failed(
+        self, make_study, researcher, fault_server, start_worker, send_task
+    ):
+        # The endpoint drops every connection for 10 s (a restart, test-sized), then answers. The judge's
+        # own retries (2, from 0.2 s) would be spent in about a second; the worker's default time
+        # budget (FUNNYBONE_JUDGE_RETRY_SECONDS, 120 s) carries the calls over the outage.
+        study = make_study(task_type="ordinal", n_items=4)
+        judge = judge_create(
+            owner=researcher,
+            name="restarting endpoint",
+            base_url=fault_server.url("down:10"),
+            model="fake-model",
+            concurrency=4,
+            timeout_seconds=5,
+            max_retries=2,
+            backoff_seconds=0.2,
+        )
+        run = run_create(study=study, judge=judge, enqueue=False)
+        start_worker()
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: run_has_ended(run.pk), what="the run through the outage")
+        run.refresh_from_db()
+        assert run.status == "done"
+        judgments = Judgment.objects.filter(rater=judge.rater)
+        assert sorted(judgments.values_list("status", flat=True)) == ["ok"] * 4
+        for judgment in judgments:
+            attempts = judgment.provenance["attempts"]
+            assert len(attempts) > 3
+            assert "error" in attempts[0] and "error" not in attempts[-1]
