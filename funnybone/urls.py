@@ -11,7 +11,7 @@ urlpatterns = [
     path("api/judging/", include("judging.api_urls")),
     path("api/", include("annotation.api_urls")),
     path("analysis/", include("ratings.urls")),
-    path("alignment/", include("ratings.alignment_urls")),
+    path("alignment/", include("ratings.alignment.urls")),
     path("exports/", include("ratings.export_urls")),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

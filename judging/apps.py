@@ -6,7 +6,7 @@ class JudgingConfig(AppConfig):
     verbose_name = "LLM judges"
 
     def ready(self) -> None:
-        from ratings.judge_comparison import register_price_source
+        from ratings.alignment.judges import register_price_source
 
         from .selectors import judge_prices
         from .study_file import register

@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 
 from annotation.access import owned_study_or_404
 
+from .reports import json_ready, study_agreement
 from .selectors import GROUPS, NoNumericCoding
-from .services import json_ready, study_agreement
 
 
 class AgreementQuerySerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ class RatingsConfig(AppConfig):
         # Exports and alignment reports join the recovery every worker runs
         # (annotation.tasks.recover_stale_jobs_task); annotation never imports ratings.
         from annotation.job_tasks import job_recovery_register
-        from ratings.alignment_tasks import reports_recover
+        from ratings.alignment.tasks import reports_recover
         from ratings.exports.services import exports_recover
 
         job_recovery_register("exports", exports_recover)

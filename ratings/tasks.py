@@ -47,4 +47,4 @@ def export_study_task(self, export_id: int) -> None:
         raise
 
 
-from ratings.alignment_tasks import alignment_report_task  # noqa: E402,F401 - registers the task with the worker
+from ratings.alignment.tasks import alignment_report_task  # noqa: E402,F401 - registers the task with the worker

@@ -20,6 +20,15 @@ from annotation.access import owned_study_or_404
 from annotation.models import Study
 from annotation.task_types import Level, get_task_type
 
+from .reports import (
+    AnalysisError,
+    best_worst_report,
+    json_ready,
+    pairwise_report,
+    rating_distributions,
+    study_agreement,
+    subset_report,
+)
 from .selectors import (
     GROUPS,
     NoNumericCoding,
@@ -28,15 +37,6 @@ from .selectors import (
     study_pairwise_outcomes,
     study_raters,
     study_rating_matrix,
-)
-from .services import (
-    AnalysisError,
-    best_worst_report,
-    json_ready,
-    pairwise_report,
-    rating_distributions,
-    study_agreement,
-    subset_report,
 )
 from .stats import FORM_LABELS, dawid_skene, item_mean, item_median, majority_vote
 

@@ -4,8 +4,8 @@ The voting study has one item per prompt whose candidates are its responses;
 voters spread up to three votes per prompt. Votes already cast elsewhere import
 as totals on each response (``Candidate.provenance["imported_votes"]``), so the
 minimum-total-votes filter and the top/bottom selection read both kinds alike
-(see ``oogiri_tasks``). The five benchmark studies are built from a voting
-study by ``oogiri_tasks.benchmark_tasks_build``; their own importer reads
+(see ``oogiri_benchmark``). The five benchmark studies are built from a voting
+study by ``oogiri_benchmark.benchmark_tasks_build``; their own importer reads
 ready-made items, with crowd answers when the file has them.
 """
 

@@ -14,7 +14,7 @@ from ..importers import FileProblem, item_import_start
 from ..models import ItemImport
 from ..protocols import TEMPLATES, study_from_template, template_of
 from ..protocols.oogiri import VOTING
-from ..protocols.oogiri_tasks import benchmark_tasks_build
+from ..protocols.oogiri_benchmark import benchmark_tasks_build
 from ..protocols.semeval import EDITING, GRADING, grading_items_from_edits
 from .researcher import researcher_required
 

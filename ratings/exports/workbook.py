@@ -57,7 +57,7 @@ def write_workbook(
         for column, width in widths.items():
             sheets[name].column_dimensions[column].width = width
 
-    counter = _Counter(progress)
+    counter = _ProgressCounter(progress)
     pass_result = _human_pass(data, sheets["Ratings"], counter)
     _write_items(data, sheets["Items"], pass_result.figures)
     _write_rater_stats(data, sheets["Rater stats"], pass_result.per_rater)
@@ -71,7 +71,7 @@ def write_workbook(
     return counter.rows
 
 
-class _Counter:
+class _ProgressCounter:
     """Counts judgments read and reports progress every chunk."""
 
     def __init__(self, progress: Progress | None):
@@ -99,7 +99,7 @@ class _PassResult:
         self.matches = matches
 
 
-def _items_with_judgments(data: StudyData, counter: _Counter) -> Iterator[tuple[tuple, dict[int, Any]]]:
+def _items_with_judgments(data: StudyData, counter: _ProgressCounter) -> Iterator[tuple[tuple, dict[int, Any]]]:
     """Each regular item (id, external id, prompt, text) with its human values by rater, in listed order."""
     items = (
         Item.objects.filter(study=data.study, is_attention_check=False)
@@ -118,7 +118,7 @@ def _items_with_judgments(data: StudyData, counter: _Counter) -> Iterator[tuple[
         yield item, values
 
 
-def _human_pass(data: StudyData, sheet, counter: _Counter) -> _PassResult:
+def _human_pass(data: StudyData, sheet, counter: _ProgressCounter) -> _PassResult:
     humans = data.humans
     consensus_ids = [r.pk for r in data.consensus_raters]
     included = [r.pk for r in data.included]

@@ -18,7 +18,7 @@ from typing import Any
 from annotation.models import Study
 
 from ..plots import Plot
-from ..services import to_plain
+from ..reports import to_plain
 
 
 @dataclass

@@ -20,7 +20,7 @@ from annotation.protocols.humorrank import MATCHES, SOURCE_LINK
 from annotation.task_types import TIE
 
 from ..leaderboards import judge_verdicts
-from ..services import leaderboard_dict
+from ..reports import leaderboard_dict
 from ..stats import Leaderboard, MatchVerdict, leaderboard
 
 

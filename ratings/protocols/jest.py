@@ -21,8 +21,8 @@ from annotation.protocols.base import template_of
 
 from .. import plots
 from ..alignment import AlignmentParams, AlignmentUnavailable, compute_alignment
+from ..reports import rating_distributions
 from ..selectors import StudyMatrix, study_rating_matrix
-from ..services import rating_distributions
 from ..stats import (
     METRICS,
     agreement_summary,

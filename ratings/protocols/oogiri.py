@@ -17,7 +17,7 @@ import numpy as np
 from annotation.models import Study
 from annotation.protocols.base import get_template
 from annotation.protocols.oogiri import VOTING
-from annotation.protocols.oogiri_tasks import Selection, select_responses, sibling_tasks
+from annotation.protocols.oogiri_benchmark import Selection, select_responses, sibling_tasks
 
 from .. import plots, stats
 from .base import Figure, ProtocolReport, Section, Table, register_report

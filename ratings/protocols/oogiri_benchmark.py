@@ -20,7 +20,7 @@ from django.db.models import Count
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study
 from annotation.protocols.base import get_template
 from annotation.protocols.oogiri import TASK_TITLES, TASKS, task_of
-from annotation.protocols.oogiri_tasks import sibling_tasks
+from annotation.protocols.oogiri_benchmark import sibling_tasks
 from annotation.task_types import get_task_type
 
 from .. import plots, stats

@@ -9,7 +9,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from ..exports.safe_cells import xlsx_row
-from ..services import to_plain
+from ..reports import to_plain
 from .base import ProtocolReport
 
 BOLD = Font(bold=True)

@@ -11,8 +11,8 @@ from django.urls import include, path
 from funnybone.urls import urlpatterns as site_urlpatterns
 from tests.ratings.alignment_helpers import build_ordinal
 
-# Until the lead mounts ratings.alignment_urls in funnybone/urls.py this test mounts it itself.
-urlpatterns = [path("alignment/", include("ratings.alignment_urls")), *site_urlpatterns]
+# Until the lead mounts ratings.alignment.urls in funnybone/urls.py this test mounts it itself.
+urlpatterns = [path("alignment/", include("ratings.alignment.urls")), *site_urlpatterns]
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.urls(__name__)]
 

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 from annotation.models import Judgment, Study
 from annotation.protocols import protocol_import, study_from_template
 from annotation.protocols.oogiri import TASKS, VOTING
-from annotation.protocols.oogiri_tasks import select_responses
+from annotation.protocols.oogiri_benchmark import select_responses
 from ratings.protocols import protocol_report, report_json, write_report_workbook
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ import pytest
 from annotation.models import Item, Judgment
 from annotation.protocols import protocol_import, study_from_template
 from annotation.protocols.oogiri import VOTING
-from annotation.protocols.oogiri_tasks import benchmark_tasks_build, select_responses
+from annotation.protocols.oogiri_benchmark import benchmark_tasks_build, select_responses
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.imported_judgments import ImportedJudgment, judgments_import

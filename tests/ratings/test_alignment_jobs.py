@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotation.jobs import lease_seconds
 from annotation.tasks import recover_stale_jobs_task
 from ratings.alignment import AlignmentParams
-from ratings.alignment_tasks import MAX_ATTEMPTS, report_request, report_run
+from ratings.alignment.tasks import MAX_ATTEMPTS, report_request, report_run
 from ratings.models import AlignmentReport
 from tests.ratings.alignment_helpers import build_ordinal
 
@@ -78,7 +78,7 @@ def test_asking_again_for_a_report_whose_worker_died_queues_it(ordinal, queued, 
 
 
 def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
-    import ratings.alignment_tasks as tasks
+    import ratings.alignment.tasks as tasks
     from annotation.jobs import LeaseLost
 
     real = tasks.compute_alignment
@@ -99,12 +99,12 @@ def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
 def test_a_database_error_retries_the_report_then_fails_it_with_the_reason(queued, monkeypatch):
     from django.db import OperationalError
 
-    from ratings.alignment_tasks import alignment_report_task
+    from ratings.alignment.tasks import alignment_report_task
 
     def unavailable(**kwargs):
         raise OperationalError("the database system is shutting down")
 
-    monkeypatch.setattr("ratings.alignment_tasks.compute_alignment", unavailable)
+    monkeypatch.setattr("ratings.alignment.tasks.compute_alignment", unavailable)
     result = alignment_report_task.apply(args=[queued.pk])
     assert result.failed()
     queued.refresh_from_db()

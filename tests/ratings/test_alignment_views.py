@@ -8,12 +8,12 @@ from django.urls import include, path
 
 from funnybone.urls import urlpatterns as site_urlpatterns
 from ratings.alignment import AlignmentParams
-from ratings.alignment_tasks import report_for, report_request, report_run
+from ratings.alignment.tasks import report_for, report_request, report_run
 from ratings.models import AlignmentReport
 from tests.ratings.alignment_helpers import build_ordinal, build_pairwise, judge_in_order
 
-# Until the lead mounts ratings.alignment_urls in funnybone/urls.py these tests mount it themselves.
-urlpatterns = [path("alignment/", include("ratings.alignment_urls")), *site_urlpatterns]
+# Until the lead mounts ratings.alignment.urls in funnybone/urls.py these tests mount it themselves.
+urlpatterns = [path("alignment/", include("ratings.alignment.urls")), *site_urlpatterns]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
 

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from ratings.reports import best_worst_report
 from ratings.selectors import study_best_worst
-from ratings.services import best_worst_report
 from ratings.stats import best_worst_scores
 from tests.judging.test_best_worst_judging import bws_study
 from tests.ratings.export_helpers import rate_as_crowd

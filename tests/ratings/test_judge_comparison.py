@@ -12,7 +12,7 @@ from annotation.services.judgments import judgment_submit
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
 from judging.models import JudgeConfig
 from ratings.alignment import AlignmentParams, compute_alignment
-from ratings.judge_comparison import Usage, judge_comparison, judge_cost, judge_usage, wilson_interval
+from ratings.alignment.judges import Usage, judge_comparison, judge_cost, judge_usage, wilson_interval
 from tests.ratings.alignment_helpers import add_rater, build_pairwise, judge_in_order, rate_all
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from judging.services.runs import run_create
 from judging.services.templates import ensure_builtin_templates, template_save
 from judging.services.tournaments import tournament_create
 from ratings.alignment.base import AlignmentParams
-from ratings.alignment_tasks import report_request
+from ratings.alignment.tasks import report_request
 from ratings.exports.services import export_claim, export_create, export_run
 from ratings.models import AlignmentReport, Export
 from tests.ratings.alignment_helpers import build_ordinal, build_pairwise

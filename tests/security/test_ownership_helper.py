@@ -85,7 +85,7 @@ class TestOneHomeForTheOwnershipCheck:
             "annotation/api/views.py",
             "annotation/selectors.py",
             "ratings/views.py",
-            "ratings/alignment_views.py",
+            "ratings/alignment/views.py",
             "ratings/export_views.py",
             "ratings/protocol_views.py",
             "ratings/api.py",

@@ -21,7 +21,7 @@ from judging.services.judges import judge_create
 from judging.services.runs import run_create
 from judging.services.tournaments import tournament_create
 from ratings.alignment.base import AlignmentParams
-from ratings.alignment_tasks import report_request
+from ratings.alignment.tasks import report_request
 from tests.ratings.test_selectors import add_rater, judge
 
 from .conftest import annotator_url, begin_as_crowdworker

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from annotation.protocols.oogiri import TASKS
-from annotation.protocols.oogiri_tasks import benchmark_tasks_build
+from annotation.protocols.oogiri_benchmark import benchmark_tasks_build
 
 
 class Command(BaseCommand):

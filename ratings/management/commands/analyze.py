@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ratings import io
-from ratings.services import (
+from ratings.reports import (
     AnalysisError,
     alignment_report,
     json_ready,

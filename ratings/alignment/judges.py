@@ -35,7 +35,7 @@ from django.db.models.functions import Cast
 
 from annotation.models import Judgment, Rater, Study
 
-from .alignment import Family, primary_metric
+from . import Family, primary_metric
 
 #: z for a two-sided 95% interval.
 Z95 = 1.959963984540054

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""URLs of the alignment report; mounted with ``path("alignment/", include("ratings.alignment_urls"))``."""
+"""URLs of the alignment report; mounted with ``path("alignment/", include("ratings.alignment.urls"))``."""
 
 from django.urls import path
 
-from . import alignment_views
+from . import views as alignment_views
 
 app_name = "alignment"
 

@@ -25,8 +25,10 @@ from annotation.access import owned_study_or_404
 from annotation.models import Study
 from annotation.task_types import get_task_type
 
-from . import plots
-from .alignment import (
+from .. import plots
+from ..models import AlignmentReport
+from ..selectors import study_raters
+from . import (
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
@@ -37,10 +39,8 @@ from .alignment import (
     study_judges,
     task_family,
 )
-from .alignment_tasks import INLINE_JUDGMENTS, report_for, report_request
-from .judge_comparison import judge_comparison
-from .models import AlignmentReport
-from .selectors import study_raters
+from .judges import judge_comparison
+from .tasks import INLINE_JUDGMENTS, report_for, report_request
 
 TEMPLATE = "ratings/alignment/report.html"
 JUDGES_TEMPLATE = "ratings/alignment/judges.html"

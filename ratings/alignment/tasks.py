@@ -44,8 +44,8 @@ from annotation.jobs import (
 )
 from annotation.models import Study
 
-from .alignment import AlignmentParams, AlignmentUnavailable, compute_alignment, count_judgments
-from .models import AlignmentReport
+from ..models import AlignmentReport
+from . import AlignmentParams, AlignmentUnavailable, compute_alignment, count_judgments
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,8 @@ def reports_recover() -> Recovered:
     )
 
 
-@shared_task(bind=True, acks_late=True, max_retries=DB_RETRIES)
+# The name it had before it moved into the alignment package, so messages queued before an upgrade still run.
+@shared_task(bind=True, acks_late=True, max_retries=DB_RETRIES, name="ratings.alignment_tasks.alignment_report_task")
 @db_retrying(
     release=lambda report_id: job_release(AlignmentReport, pk=report_id),
     fail=lambda report_id, reason: report_fail(report_id=report_id, error=reason),
