@@ -179,7 +179,7 @@ class StudyCreateForm(StudySettingsForm):
 
 
 class ItemUploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV (UTF-8), XLSX or JSON Lines; see the format guide.")
+    file = forms.FileField(help_text="CSV (UTF-8), XLSX or JSON Lines.")
     replace = forms.BooleanField(required=False, label="Replace the study's items (only while it has no judgments)")
 
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("<int:pk>/", researcher.study_detail, name="study_detail"),
     path("<int:pk>/state/", researcher.study_state, name="study_state"),
     path("<int:pk>/items/", researcher.study_items, name="study_items"),
+    path("<int:pk>/items/format/", researcher.item_format, name="item_format"),
     path("<int:pk>/protocol-import/", protocol_pages.protocol_import_view, name="protocol_import"),
     path("<int:pk>/oogiri-tasks/", protocol_pages.oogiri_tasks_view, name="oogiri_tasks"),
     path("<int:pk>/semeval-edits/", protocol_pages.semeval_edits_view, name="semeval_edits"),

@@ -1,10 +1,17 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from annotation.logins import LoginView
 
 urlpatterns = [
+    # The root is the researcher's study list (the login page first); participants arrive by study links.
+    path("", RedirectView.as_view(pattern_name="researcher:study_list"), name="home"),
+    # Browsers ask for /favicon.ico whatever the page says; the pages link the SVG.
+    path("favicon.ico", lambda request: HttpResponsePermanentRedirect(static("img/favicon.svg")), name="favicon"),
     path("", include("annotation.urls")),
     path("studies/", include("annotation.researcher_urls")),
     path("judging/", include("judging.urls")),

@@ -29,7 +29,7 @@ from ..models import AuditEntry, ItemImport, Study
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import study_file_json_chunks, study_file_yaml_chunks
-from ..task_types import get_task_type
+from ..task_types import TIE, get_task_type
 
 # Prolific replaces these placeholders with the participant's ids when it sends them to us.
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
@@ -169,6 +169,38 @@ def study_items(request: HttpRequest, pk: int) -> HttpResponse:
         "imports": selectors.study_imports(study=study)[:10],
     }
     return render(request, "researcher/study_items.html", context, status=400 if form.errors else 200)
+
+
+# How a bare gold cell is written, by the value field it fills (docs/study-files.md, "Gold answers").
+GOLD_WRITTEN_AS = {
+    "rating": "a whole number on the scale, e.g. 2",
+    "label": "one of the labels",
+    "choice": "a candidate key",
+    "votes": "candidate keys separated by commas, one per vote: a, a, b",
+    "replacement": "the replacement word",
+    "text": "the text",
+}
+
+
+@researcher_required
+def item_format(request: HttpRequest, pk: int) -> HttpResponse:
+    """The item-file format for this study: the columns, and what its task type needs in them."""
+    study = _study_for_user(request, pk)
+    task_type = get_task_type(study.task_type)
+    low, high = task_type.candidates
+    options = [option.value for option in task_type.options(task_type.config(study.config))]
+    gold = GOLD_WRITTEN_AS.get(task_type.gold_field, "")
+    if task_type.gold_field == "choice" and TIE in options:
+        gold += f", or {TIE}"
+    context = {
+        "study": study,
+        "task_type": task_type,
+        "candidates_low": low,
+        "candidates_high": high,
+        "gold_written_as": gold,
+        "labels": options if task_type.gold_field == "label" else [],
+    }
+    return render(request, "researcher/item_format.html", context)
 
 
 @researcher_required

@@ -133,6 +133,7 @@ MATRIX: dict[str, Route] = {
     "researcher:study_detail": Route(PAGE, ("GET", "POST"), study),
     "researcher:study_state": Route(PAGE, ("POST",), study),
     "researcher:study_items": Route(PAGE, ("GET", "POST"), study),
+    "researcher:item_format": Route(PAGE, ("GET",), study),
     "researcher:import_status": Route(PAGE, ("GET",), lambda w: {"pk": w.study.pk, "import_pk": w.item_import.pk}),
     "researcher:progress": Route(PAGE, ("GET",), study),
     "researcher:invitation_new": Route(PAGE, ("POST",), study),
@@ -218,6 +219,8 @@ MATRIX: dict[str, Route] = {
     "exports:api_status": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),
     # Accounts.
     "login": Route(PUBLIC, ("GET",), public_statuses=(200,)),
+    "home": Route(PUBLIC, ("GET",), public_statuses=(302,), why="sends everyone to the study list (its login first)"),
+    "favicon": Route(PUBLIC, ("GET",), public_statuses=(301,), why="the site icon"),
     "logout": Route(PUBLIC, ("GET",), public_statuses=(405,), why="logging out takes a POST"),
 }
 
