@@ -9,6 +9,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.RunDetail.as_view(), name="judging-api-run"),
     path("runs/<int:pk>/cancel/", views.RunCancel.as_view(), name="judging-api-run-cancel"),
     path("runs/<int:pk>/resume/", views.RunResume.as_view(), name="judging-api-run-resume"),
+    path("runs/<int:pk>/retry-failed/", views.RunRetryFailed.as_view(), name="judging-api-run-retry-failed"),
     path("templates/", views.TemplateListCreate.as_view(), name="judging-api-templates"),
     path("generators/", generation_views.GeneratorListCreate.as_view(), name="judging-api-generators"),
     path("generators/<int:pk>/", generation_views.GeneratorDetail.as_view(), name="judging-api-generator"),

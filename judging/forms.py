@@ -129,7 +129,7 @@ class RunForm(forms.Form):
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner)
+        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner).current()
 
 
 class TemplateForm(forms.Form):
@@ -152,7 +152,7 @@ class TournamentForm(forms.Form):
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner)
+        self.fields["judge"].queryset = owned_by(JudgeConfig, user=owner).current()
 
 
 class GeneratorForm(EndpointForm):

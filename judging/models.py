@@ -71,7 +71,21 @@ class EndpointSettings(models.Model):
         return "none"
 
 
+class JudgeQuerySet(models.QuerySet):
+    def current(self) -> "JudgeQuerySet":
+        """The judges as they stand now: each name's newest version."""
+        return self.filter(superseded_at__isnull=True)
+
+
 class JudgeConfig(EndpointSettings):
+    """One version of a judge: what produced its answers, fixed once it has any.
+
+    Changing what shapes an answer (``judging.services.judges.ANSWER_SETTINGS``) on a judge that has
+    run makes a new row with the same name, the next ``version`` and a rater of its own, so each
+    version's judgments stay its own and are compared side by side, never merged. The older row is
+    kept with ``superseded_at`` set; only the newest version of a name can be changed.
+    """
+
     class Baseline(models.TextChoices):
         NONE = "", "Not a baseline (LLM)"
         RANDOM = "random", "Baseline: random"
@@ -87,21 +101,37 @@ class JudgeConfig(EndpointSettings):
         default=False, help_text="Judge pairwise items in both orders (A/B and B/A) and record consistency."
     )
     seed = models.PositiveIntegerField(default=0, help_text="Seed for baselines and sampling.")
+    version = models.PositiveIntegerField(default=1, editable=False)
+    previous_version = models.OneToOneField(
+        "self", null=True, blank=True, editable=False, on_delete=models.PROTECT, related_name="next_version"
+    )
+    superseded_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="When a newer version of this judge took its place."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = JudgeQuerySet.as_manager()
+
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "-version"]
         constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="judge_unique_name_per_owner"),
+            models.UniqueConstraint(
+                fields=["owner", "name"], condition=Q(superseded_at__isnull=True), name="judge_unique_current_name"
+            ),
+            models.UniqueConstraint(fields=["owner", "name", "version"], name="judge_unique_version"),
             models.CheckConstraint(condition=~Q(baseline="") | ~Q(model=""), name="judge_llm_has_model"),
         ]
 
     def __str__(self) -> str:
-        return self.name
+        return self.name if self.version == 1 else f"{self.name} v{self.version}"
 
     def __repr__(self) -> str:
-        return f"<JudgeConfig {self.pk} {self.name!r}>"
+        return f"<JudgeConfig {self.pk} {self.name!r} v{self.version}>"
+
+    @property
+    def is_current(self) -> bool:
+        return self.superseded_at is None
 
     @property
     def is_baseline(self) -> bool:
@@ -244,6 +274,14 @@ class Driven(models.Model):
 class JudgeRun(Driven):
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judge_runs")
     judge = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="runs")
+    retry_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="retries",
+        help_text="The run whose failed and unparseable units this run judges again.",
+    )
     template = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.PROTECT)
     tournament = models.ForeignKey("Tournament", null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -267,8 +305,22 @@ class JudgeRun(Driven):
         return self.status in ACTIVE_RUN_STATES
 
 
+class UnitOutcome(models.TextChoices):
+    """What a run did with a unit, kept on the unit so a run reports only its own work."""
+
+    OK = "ok", "Judged"
+    UNPARSEABLE = "unparseable", "Unparseable answer"
+    FAILED = "failed", "Failed"
+    ALREADY = "already", "Already judged"
+
+
 class JudgeUnit(WorkUnit):
-    """One (item, trial, order) of a run. ``swapped`` is the B/A variant in both-orders mode."""
+    """One (item, trial, order) of a run. ``swapped`` is the B/A variant in both-orders mode.
+
+    ``outcome`` and the fields after it record what this run did (a later retry run may replace the
+    judgment, never these): ``already`` when an earlier run of the same judge version had judged it.
+    ``reason`` is the failure's kind (the error without its per-unit details), for counting.
+    """
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="units")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
@@ -277,6 +329,12 @@ class JudgeUnit(WorkUnit):
     assignment = models.ForeignKey(
         "annotation.Assignment", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    outcome = models.CharField(max_length=12, choices=UnitOutcome, blank=True)
+    reason = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    answer_excerpt = models.CharField(max_length=500, blank=True)
 
     class Meta:
         constraints = [

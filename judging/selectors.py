@@ -3,14 +3,13 @@
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.db.models import Count, IntegerField, Q, Sum
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from annotation.access import owned_by
 from annotation.models import Judgment
 
-from .models import JudgeConfig, JudgeRun, JudgeUnit, UnitStatus
+from .models import JudgeConfig, JudgeRun, JudgeUnit, RunStatus, UnitOutcome, UnitStatus
 
 
 def judge_prices(rater_ids: list[int]) -> dict[int, tuple[float, float]]:
@@ -44,14 +43,21 @@ class Progress:
 
 @dataclass(frozen=True)
 class RunProgress(Progress):
+    """What this run did: its own calls, answers and tokens (a unit an earlier run had judged is
+    ``already``, not judged again), counted from its units."""
+
     judged: int
     unparseable: int
     failed: int
+    already: int
+    calls: int
     tokens: int
     cost: float
     seconds: float
     position_consistency: float | None
     consistent_pairs: int
+    # How the run ended, as the page says it: done, partial (some units failed), failed (none judged).
+    outcome: str
 
 
 def run_judgments(run: JudgeRun):
@@ -59,24 +65,30 @@ def run_judgments(run: JudgeRun):
     return Judgment.objects.filter(assignment_id__in=run.units.exclude(assignment=None).values("assignment_id"))
 
 
+def run_outcome(*, status: str, judged: int, problems: int) -> str:
+    """A finished run's honest state: ``partial`` when some units failed, ``failed`` when none was judged."""
+    if status != RunStatus.DONE or not problems:
+        return status
+    return "partial" if judged else RunStatus.FAILED
+
+
 def run_progress(*, run: JudgeRun) -> RunProgress:
     units = run.units.aggregate(
         total=Count("id"),
         finished=Count("id", filter=Q(status__in=[UnitStatus.DONE, UnitStatus.FAILED])),
-        unit_failed=Count("id", filter=Q(status=UnitStatus.FAILED)),
         pending=Count("id", filter=Q(status=UnitStatus.PENDING)),
         in_progress=Count("id", filter=Q(status=UnitStatus.CLAIMED)),
+        judged=Count("id", filter=Q(outcome=UnitOutcome.OK)),
+        unparseable=Count("id", filter=Q(outcome=UnitOutcome.UNPARSEABLE)),
+        failed=Count("id", filter=Q(outcome=UnitOutcome.FAILED)),
+        already=Count("id", filter=Q(outcome=UnitOutcome.ALREADY)),
+        calls=Sum("attempts"),
+        prompt_tokens=Sum("prompt_tokens"),
+        completion_tokens=Sum("completion_tokens"),
     )
-    done_judgments = run_judgments(run).filter(
-        assignment_id__in=run.units.filter(status=UnitStatus.DONE).values("assignment_id")
-    )
-    outcome = done_judgments.aggregate(
-        judged=Count("id", filter=Q(status=Judgment.Status.OK)),
-        unparseable=Count("id", filter=Q(status=Judgment.Status.UNPARSEABLE)),
-        failed=Count("id", filter=Q(status=Judgment.Status.FAILED)),
-        tokens=Sum(Cast(KT("provenance__tokens__total"), IntegerField())),
-    )
-    costs = done_judgments.exclude(provenance__cost=None).values_list("provenance__cost", flat=True)
+    prompt_tokens, completion_tokens = units["prompt_tokens"] or 0, units["completion_tokens"] or 0
+    judge = run.judge
+    cost = (prompt_tokens * judge.input_cost_per_million + completion_tokens * judge.output_cost_per_million) / 1e6
     started = run.started_at
     end = run.finished_at or timezone.now()
     consistency, pairs = position_consistency(run=run) if run.both_orders else (None, 0)
@@ -87,14 +99,17 @@ def run_progress(*, run: JudgeRun) -> RunProgress:
         finished=units["finished"],
         pending=units["pending"],
         in_progress=units["in_progress"],
-        judged=outcome["judged"],
-        unparseable=outcome["unparseable"],
-        failed=outcome["failed"] + units["unit_failed"],
-        tokens=outcome["tokens"] or 0,
-        cost=round(sum(float(c) for c in costs if isinstance(c, (int, float))), 6),
+        judged=units["judged"],
+        unparseable=units["unparseable"],
+        failed=units["failed"],
+        already=units["already"],
+        calls=units["calls"] or 0,
+        tokens=prompt_tokens + completion_tokens,
+        cost=round(cost, 6),
         seconds=round((end - started).total_seconds(), 2) if started else 0.0,
         position_consistency=consistency,
         consistent_pairs=pairs,
+        outcome=run_outcome(status=run.status, judged=units["judged"], problems=units["failed"] + units["unparseable"]),
     )
 
 
@@ -119,15 +134,19 @@ def position_consistency(*, run: JudgeRun) -> tuple[float | None, int]:
 
 
 def run_summary(*, run: JudgeRun) -> dict[str, Any]:
-    """The CLI's final JSON: counts, tokens and time."""
+    """The CLI's final JSON: what this run did (counts, calls, tokens) and how long it took."""
     p = run_progress(run=run)
     summary = {
         "run": p.run,
         "status": p.status,
+        "outcome": p.outcome,
+        "judge": {"id": run.judge_id, "name": run.judge.name, "version": run.judge.version},
         "units": p.total,
         "judged": p.judged,
         "failed": p.failed,
         "unparseable": p.unparseable,
+        "already": p.already,
+        "calls": p.calls,
         "tokens": p.tokens,
         "cost": p.cost,
         "seconds": p.seconds,
@@ -135,3 +154,66 @@ def run_summary(*, run: JudgeRun) -> dict[str, Any]:
     if run.both_orders:
         summary["position_consistency"] = p.position_consistency
     return summary
+
+
+def judge_versions(judge: JudgeConfig):
+    """Every version of the judge's name (all its owner's), newest first."""
+    return owned_by(JudgeConfig, user=judge.owner).filter(name=judge.name).order_by("-version")
+
+
+def judge_version_rows(*, judge: JudgeConfig) -> list[dict[str, Any]]:
+    """Every version of the judge's name, newest first, with what it was and what its rater judged."""
+    versions = list(
+        judge_versions(judge)
+        .prefetch_related("template_pins__template")
+        .annotate(
+            judged=Count("rater__judgments", filter=Q(rater__judgments__status=Judgment.Status.OK)),
+            problems=Count("rater__judgments", filter=~Q(rater__judgments__status=Judgment.Status.OK)),
+        )
+        .order_by("-version")
+    )
+    runs = dict(JudgeRun.objects.filter(judge__in=versions).values_list("judge_id").annotate(n=Count("id")).order_by())
+    return [
+        {
+            "judge": version,
+            "judged": version.judged,
+            "problems": version.problems,
+            "runs": runs.get(version.pk, 0),
+            "templates": ", ".join(f"{t['name']} v{t['version']}" for t in version.templates.values()),
+        }
+        for version in versions
+    ]
+
+
+PROBLEM_OUTCOMES = (UnitOutcome.FAILED, UnitOutcome.UNPARSEABLE)
+
+
+def run_failure_reasons(*, run: JudgeRun) -> list[dict[str, Any]]:
+    """How many of the run's units failed or came back unparseable for each reason, most frequent first."""
+    return list(
+        run.units.filter(outcome__in=PROBLEM_OUTCOMES)
+        .values("outcome", "reason")
+        .annotate(units=Count("id"))
+        .order_by("-units", "outcome", "reason")
+    )
+
+
+def run_unit_rows(*, run: JudgeRun, problems_only: bool = False):
+    """The run's units for its per-item table, in item order: item, trial, order, outcome, reason, answer."""
+    units = run.units.select_related("item").order_by("item__position", "item_id", "trial", "swapped")
+    if problems_only:
+        units = units.filter(outcome__in=PROBLEM_OUTCOMES)
+    return units.only(
+        "item",
+        "item__external_id",
+        "item__text",
+        "item__position",
+        "trial",
+        "swapped",
+        "status",
+        "outcome",
+        "reason",
+        "error",
+        "answer_excerpt",
+        "attempts",
+    )

@@ -68,7 +68,7 @@ def _judge_load(*, owner: AbstractBaseUser, entry: dict[str, Any]) -> JudgeConfi
     settings = {k: v for k, v in entry.items() if k in SETTINGS}
     baseline = entry.get("baseline", "")
     name = entry.get("name") or BASELINE_NAMES.get(baseline, "") or f"{entry['model']} judge"
-    existing = owned_by(JudgeConfig, user=owner).filter(name=name).first()
+    existing = owned_by(JudgeConfig, user=owner).current().filter(name=name).first()
     if existing is None:
         return judge_create(owner=owner, name=name, baseline=baseline, **settings)
     if existing.baseline != baseline:
@@ -92,8 +92,10 @@ def judges_dump(judges: list[JudgeConfig]) -> list[dict[str, Any]]:
 def study_judges(study) -> list[dict[str, Any]]:
     """The judges that have run on a study, as study-file entries."""
     # Only the study owner's judges: an operator may have run someone else's judge on it from manage.py.
-    judges = owned_by(JudgeConfig, user=study.owner).filter(runs__study=study).distinct().order_by("name")
-    return judges_dump(list(judges.prefetch_related("template_pins__template")))
+    # One entry per name: the newest version that ran on the study (a file names a judge once).
+    judges = owned_by(JudgeConfig, user=study.owner).filter(runs__study=study).distinct().order_by("name", "-version")
+    newest = {judge.name: judge for judge in reversed(list(judges.prefetch_related("template_pins__template")))}
+    return judges_dump(sorted(newest.values(), key=lambda judge: judge.name))
 
 
 def register() -> None:

@@ -15,6 +15,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run_detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
+    path("runs/<int:pk>/retry-failed/", views.run_retry_view, name="run_retry_failed"),
     path("tournaments/<int:pk>/", views.tournament_detail, name="tournament_detail"),
     path("tournaments/<int:pk>/cancel/", views.tournament_cancel_view, name="tournament_cancel"),
     path("tournaments/<int:pk>/human-check/", views.tournament_human_check, name="tournament_human_check"),

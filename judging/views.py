@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -23,16 +24,18 @@ from ratings.stats.leaderboard import PRINTED_COLUMNS, position_summary
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
 from .rankings import standing_rows
-from .selectors import run_progress
+from .selectors import judge_version_rows, run_failure_reasons, run_progress, run_unit_rows
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
-from .services.runs import run_cancel, run_create, run_resume
+from .services.runs import retryable_units, run_cancel, run_create, run_resume, run_retry_failed
 from .services.templates import template_choices, template_save, template_versions
 from .services.tournaments import human_check_create, tournament_cancel, tournament_create
 
 
 def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
-    return get_owned_or_404(JudgeRun.objects.select_related("study", "judge", "template"), user=request.user, pk=pk)
+    return get_owned_or_404(
+        JudgeRun.objects.select_related("study", "judge", "template", "retry_of"), user=request.user, pk=pk
+    )
 
 
 def _add_errors(form: Any, exc: ValidationError) -> None:
@@ -88,7 +91,7 @@ def judge_list(request: HttpRequest) -> HttpResponse:
     if judge:
         messages.success(request, f"Judge {judge.name!r} created.")
         return redirect("judging:judge_list")
-    judges = owned_by(JudgeConfig, user=request.user).select_related("rater")
+    judges = owned_by(JudgeConfig, user=request.user).current().select_related("rater")
     return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
 
 
@@ -103,8 +106,10 @@ def baselines_add(request: HttpRequest) -> HttpResponse:
 @researcher_required
 def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
     judge = get_owned_or_404(JudgeConfig, user=request.user, pk=pk)
-    form = JudgeForm(request.POST or None, instance=judge, owner=request.user)
-    saved = _saved(
+    # An older version is kept as it was: its page shows it, without a form to change it.
+    form = JudgeForm(request.POST or None, instance=judge, owner=request.user) if judge.is_current else None
+    version = judge.version
+    saved = form and _saved(
         request,
         form,
         lambda: judge_update(
@@ -112,10 +117,18 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
         ),
     )
     if saved:
-        messages.success(request, "Judge saved.")
-        return redirect("judging:judge_edit", pk=judge.pk)
+        if saved.version != version:
+            messages.success(
+                request,
+                f"Saved as version {saved.version}: what produces the answers changed, so the new settings are "
+                f"judged afresh; version {version} keeps its judgments.",
+            )
+        else:
+            messages.success(request, "Judge saved.")
+        return redirect("judging:judge_edit", pk=saved.pk)
     runs = judge.runs.select_related("study")[:50]
-    return render(request, "judging/judge_edit.html", {"judge": judge, "form": form, "runs": runs})
+    context = {"judge": judge, "form": form, "runs": runs, "versions": judge_version_rows(judge=judge)}
+    return render(request, "judging/judge_edit.html", context)
 
 
 def study_runs_page(
@@ -169,8 +182,23 @@ def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
     return study_runs_page(request, study, form=form)
 
 
+UNITS_PER_PAGE = 50
+
+
 def _run_page(request: HttpRequest, run: JudgeRun) -> HttpResponse:
-    return _progress_page(request, "judging/run_detail.html", {"run": run, "progress": run_progress(run=run)})
+    problems_only = request.GET.get("show") == "problems"
+    units = Paginator(run_unit_rows(run=run, problems_only=problems_only), UNITS_PER_PAGE)
+    progress = run_progress(run=run)
+    context = {
+        "run": run,
+        "progress": progress,
+        "reasons": run_failure_reasons(run=run),
+        "units": units.get_page(request.GET.get("page")),
+        "problems_only": problems_only,
+        "can_retry": not run.is_active and retryable_units(run).exists(),
+        "retries": run.retries.order_by("pk"),
+    }
+    return _progress_page(request, "judging/run_detail.html", context)
 
 
 @researcher_required
@@ -197,6 +225,19 @@ def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_resume(run=_run_for_user(request, pk))
     messages.info(request, "Run queued again; judged items are kept.")
     return redirect("judging:run_detail", pk=run.pk)
+
+
+@researcher_required
+@require_POST
+def run_retry_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_for_user(request, pk)
+    try:
+        retry = run_retry_failed(run=run, created_by=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("judging:run_detail", pk=run.pk)
+    messages.info(request, f"Asking again for the {retry.units.count()} failed or unparseable units of run {run.pk}.")
+    return redirect("judging:run_detail", pk=retry.pk)
 
 
 @researcher_required

@@ -142,3 +142,57 @@ def judgment_submit(
             if enrollment is not None:
                 apply_attention_policy(enrollment)
     return Submitted(judgment, created=True)
+
+
+def judgment_retry(
+    *,
+    assignment: Assignment,
+    rater: Rater,
+    value: Any,
+    status: str = Judgment.Status.OK,
+    provenance: dict[str, Any] | None = None,
+    duration_ms: int | None = None,
+) -> Submitted:
+    """Record a new attempt at a model's judgment that failed or was unparseable.
+
+    The attempt it replaces is kept, whole, at the end of ``provenance["earlier_attempts"]`` (oldest
+    first), with its status, value, time and provenance: a retry adds to the record, never erases it.
+    The judgment's ``created_at`` becomes the new attempt's time, so anything computed from the
+    judgments before it can tell it is out of date. A judgment that is ok is left as it is
+    (``created=False``); with none yet, this is ``judgment_submit``.
+    """
+    if assignment.rater_id != rater.pk:
+        raise PermissionDenied("This assignment belongs to another rater.")
+    if rater.is_human:
+        raise PermissionDenied("Only a model's judgments are retried; a person's answer stands.")
+    value = clean_value(assignment=assignment, value=value) if status == Judgment.Status.OK else None
+    with transaction.atomic():
+        existing = Judgment.objects.select_for_update().filter(assignment_id=assignment.pk).first()
+        if existing is None:
+            return judgment_submit(
+                assignment=assignment,
+                rater=rater,
+                value=value,
+                status=status,
+                provenance=provenance,
+                duration_ms=duration_ms,
+            )
+        if existing.status == Judgment.Status.OK:
+            return Submitted(existing, created=False)
+        earlier = list(existing.provenance.pop("earlier_attempts", []))
+        earlier.append(
+            {
+                "status": existing.status,
+                "value": existing.value,
+                "created_at": existing.created_at.isoformat(),
+                "duration_ms": existing.duration_ms,
+                "provenance": existing.provenance,
+            }
+        )
+        existing.status = status
+        existing.value = value
+        existing.duration_ms = duration_ms
+        existing.provenance = {**(provenance or {}), "earlier_attempts": earlier}
+        existing.created_at = timezone.now()
+        existing.save(update_fields=["status", "value", "duration_ms", "provenance", "created_at"])
+    return Submitted(existing, created=True)

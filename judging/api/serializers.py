@@ -27,6 +27,9 @@ class EndpointSerializer(serializers.ModelSerializer):
 class JudgeSerializer(EndpointSerializer):
     setting_names = JUDGE_SETTINGS
     rater = serializers.IntegerField(source="rater_id", read_only=True)
+    is_current = serializers.BooleanField(
+        read_only=True, help_text="False for an older version, kept as it was when a newer one took its place."
+    )
     # Not a model field: the judge's pins. In: a name per task type (its newest version) or {name, version};
     # out: {name, version} per pinned task type, so a GET sent back as a PATCH keeps every pin as it is.
     templates = serializers.JSONField(
@@ -46,9 +49,12 @@ class JudgeSerializer(EndpointSerializer):
             "api_key",
             "has_api_key",
             "key_source",
+            "version",
+            "previous_version",
+            "is_current",
             "created_at",
         ]
-        read_only_fields = ["id", "rater", "created_at"]
+        read_only_fields = ["id", "rater", "version", "previous_version", "is_current", "created_at"]
         # Validation is the services' job; the model's own constraints are checked there.
         validators: list = []
 
@@ -70,6 +76,7 @@ class RunCreateSerializer(serializers.Serializer):
 
 class RunSerializer(serializers.ModelSerializer):
     judge_name = serializers.CharField(source="judge.name", read_only=True)
+    judge_version = serializers.IntegerField(source="judge.version", read_only=True)
     template = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
 
@@ -80,6 +87,8 @@ class RunSerializer(serializers.ModelSerializer):
             "study",
             "judge",
             "judge_name",
+            "judge_version",
+            "retry_of",
             "template",
             "trials",
             "both_orders",

@@ -13,7 +13,7 @@ from annotation.models import Study
 
 from ..models import JudgeConfig, JudgeRun, PromptTemplate
 from ..services.judges import judge_create, judge_update
-from ..services.runs import run_cancel, run_create, run_resume
+from ..services.runs import run_cancel, run_create, run_resume, run_retry_failed
 from ..services.templates import ensure_builtin_templates, template_save
 from .bases import (
     BaseConfigDetail,
@@ -46,6 +46,10 @@ class JudgeListCreate(BaseConfigListCreate):
     config_serializer = JudgeSerializer
     config_prefetch = ("template_pins__template",)
 
+    def configs(self, request):
+        # Each judge's current version; an older one stays readable at judges/<id>/.
+        return super().configs(request).current()
+
     def create(self, *, owner, data, api_key, settings) -> JudgeConfig:
         return judge_create(
             owner=owner, name=data.get("name", ""), baseline=data.get("baseline", ""), api_key=api_key, **settings
@@ -56,7 +60,8 @@ class JudgeListCreate(BaseConfigListCreate):
     get=extend_schema(operation_id="judges_retrieve", summary="One of your judges", responses={200: JudgeSerializer}),
     patch=extend_schema(
         operation_id="judges_update",
-        summary='Change a judge; api_key replaces the stored key, "" removes it',
+        summary='Change a judge; api_key replaces the stored key, "" removes it. A change of what produces '
+        "the answers of a judge that has run makes a new version: the response is that version (a new id)",
         request=JudgeSerializer,
         responses={200: JudgeSerializer, 400: ERRORS},
     ),
@@ -160,6 +165,23 @@ class RunCancel(_JudgeRuns, BaseRunCancel):
 )
 class RunResume(_JudgeRuns, BaseRunResume):
     resume = staticmethod(run_resume)
+
+
+@extend_schema_view(
+    post=extend_schema(
+        operation_id="judge_runs_retry_failed",
+        summary="Queue a new run of the same judge version over this run's failed and unparseable units",
+        request=None,
+        responses={201: RunSerializer, 400: ERRORS},
+    )
+)
+class RunRetryFailed(_JudgeRuns, BaseRunResume):
+    def post(self, request, pk):
+        try:
+            retry = run_retry_failed(run=self.run(request, pk), created_by=request.user)
+        except ValidationError as exc:
+            raise invalid(exc) from None
+        return self.with_progress(retry, status=status.HTTP_201_CREATED)
 
 
 class TemplateListCreate(APIView):

@@ -12,14 +12,14 @@ from typing import Any
 from django.conf import settings
 
 from annotation.models import Assignment, Judgment
-from annotation.services.judgments import judgment_submit
+from annotation.services.judgments import judgment_retry, judgment_submit
 from annotation.task_types import get_task_type
 
 from ..backends.baseline import NoBaseline, baseline_value, study_facts
 from ..backends.chat import ChatBackend
 from ..keys import redact, resolve_api_key
 from ..limits import call_limits
-from ..models import JudgeRun, JudgeUnit, UnitStatus
+from ..models import JudgeRun, JudgeUnit, UnitOutcome, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
 from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
@@ -36,6 +36,15 @@ class Prepared:
     shown: list[str]
     item_text: str
     rng: random.Random
+    retry: bool = False
+
+
+EXCERPT_CHARS = 500
+
+
+def failure_kind(error: str) -> str:
+    """An error without what differs from unit to unit (how many tries over how long), for counting by reason."""
+    return error.split(" (gave up after")[0].strip()[:200]
 
 
 def _cost(judge, prompt_tokens: int, completion_tokens: int) -> float:
@@ -111,12 +120,15 @@ class JudgeJob:
         # The claim fetched the item and its candidates; share them instead of reading them again.
         assignment.item, assignment.study, assignment.rater = unit.item, self.study, self.rater
         JudgeUnit.objects.filter(pk=unit.pk).update(assignment=assignment)
-        if Judgment.objects.filter(assignment=assignment).exists():
-            complete_unit(unit, assignment=assignment)
+        existing = Judgment.objects.filter(assignment=assignment).values_list("status", flat=True).first()
+        # Judged before by this judge version: nothing to ask. A retry run asks again where that failed.
+        retry = existing is not None and existing != Judgment.Status.OK and self.run.retry_of_id is not None
+        if existing is not None and not retry:
+            complete_unit(unit, assignment=assignment, outcome=UnitOutcome.ALREADY)
             return None
         item = assignment.item
         if self.judge.is_baseline:
-            self._judge_by_baseline(unit, assignment)
+            self._judge_by_baseline(unit, assignment, retry=retry)
             return None
         candidates = self._candidates(assignment)
         context = build_context(item=item, candidates=candidates, config=self.config, task_type=self.task_type)
@@ -125,9 +137,50 @@ class JudgeJob:
         schema = template.response_schema or default_schema(
             task_type=self.task_type, config=self.config, n_candidates=len(candidates)
         )
-        return Prepared(unit, assignment, messages, schema, list(assignment.shown_order), item.text, self._rng(unit))
+        return Prepared(
+            unit, assignment, messages, schema, list(assignment.shown_order), item.text, self._rng(unit), retry
+        )
 
-    def _judge_by_baseline(self, unit: JudgeUnit, assignment: Assignment) -> None:
+    def _record(
+        self,
+        unit: JudgeUnit,
+        assignment: Assignment,
+        *,
+        retry: bool,
+        value: Any,
+        status: str,
+        provenance: dict[str, Any],
+        duration_ms: int | None = None,
+        error: str = "",
+        calls: int = 0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        content: str | None = None,
+    ) -> None:
+        """Write the unit's judgment (over a failed one in a retry run) and what this run did with the unit."""
+        submit = judgment_retry if retry else judgment_submit
+        submitted = submit(
+            assignment=assignment,
+            rater=self.rater,
+            value=value,
+            status=status,
+            provenance=provenance,
+            duration_ms=duration_ms,
+        )
+        outcome = status if submitted.created else UnitOutcome.ALREADY
+        complete_unit(
+            unit,
+            attempts=calls,
+            assignment=assignment,
+            outcome=outcome,
+            error=error if submitted.created else "",
+            reason=failure_kind(error) if submitted.created else "",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            answer_excerpt=(content or "")[:EXCERPT_CHARS],
+        )
+
+    def _judge_by_baseline(self, unit: JudgeUnit, assignment: Assignment, *, retry: bool = False) -> None:
         keys = [c.key for c in assignment.item.candidates.all()]
         texts = {c.key: c.text for c in assignment.item.candidates.all()}
         base = self._provenance_base(unit, assignment)
@@ -144,18 +197,25 @@ class JudgeJob:
                 rng=self._rng(unit),
             )
         except NoBaseline as exc:
-            judgment_submit(
-                assignment=assignment,
-                rater=self.rater,
+            self._record(
+                unit,
+                assignment,
+                retry=retry,
                 value=None,
                 status=Judgment.Status.FAILED,
                 provenance={**base, "error": str(exc)},
+                error=str(exc),
             )
         else:
-            judgment_submit(
-                assignment=assignment, rater=self.rater, value=value, provenance={**base, **notes}, duration_ms=0
+            self._record(
+                unit,
+                assignment,
+                retry=retry,
+                value=value,
+                status=Judgment.Status.OK,
+                provenance={**base, **notes},
+                duration_ms=0,
             )
-        complete_unit(unit, assignment=assignment)
 
     def _provenance_base(self, unit: JudgeUnit, assignment: Assignment) -> dict[str, Any]:
         judge = self.judge
@@ -207,31 +267,42 @@ class JudgeJob:
             provenance.update(answer.parsed.extras)
         provenance = json.loads(redact(json.dumps(provenance), self._secret))
         duration = sum(a.get("latency_ms") or 0 for a in answer.attempts)
-        judgment_submit(
-            assignment=prepared.assignment,
-            rater=self.rater,
+        self._record(
+            unit,
+            prepared.assignment,
+            retry=prepared.retry,
             value=answer.parsed.value if answer.status == OK else None,
             status=answer.status,
             provenance=provenance,
             duration_ms=duration,
+            error="" if answer.status == OK else redact(answer.error, self._secret),
+            calls=len(answer.attempts),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            content=redact(completion.content or "", self._secret) if completion else None,
         )
-        complete_unit(unit, attempts=len(answer.attempts), assignment=prepared.assignment)
 
     def fail(self, unit: JudgeUnit, prepared: Prepared | None, error: BaseException) -> None:
         """Record the unit as a failed judgment with the (redacted) reason."""
         try:
             assignment = prepared.assignment if prepared else unit_assignment(unit=unit, run=self.run)
-        except Exception:  # noqa: BLE001 - without an assignment the unit itself carries the failure
-            complete_unit(unit, status=UnitStatus.FAILED)
+        except Exception as exc:  # noqa: BLE001 - without an assignment the unit itself carries the failure
+            message = redact(f"{type(exc).__name__}: {exc}", self._secret)[:2000]
+            complete_unit(
+                unit, status=UnitStatus.FAILED, outcome=UnitOutcome.FAILED, error=message, reason=failure_kind(message)
+            )
             return
-        provenance = {
-            **self._provenance_base(unit, assignment),
-            "error": redact(f"{type(error).__name__}: {error}", self._secret)[:2000],
-        }
-        judgment_submit(
-            assignment=assignment, rater=self.rater, value=None, status=Judgment.Status.FAILED, provenance=provenance
+        message = redact(f"{type(error).__name__}: {error}", self._secret)[:2000]
+        provenance = {**self._provenance_base(unit, assignment), "error": message}
+        self._record(
+            unit,
+            assignment,
+            retry=bool(prepared and prepared.retry) or self.run.retry_of_id is not None,
+            value=None,
+            status=Judgment.Status.FAILED,
+            provenance=provenance,
+            error=message,
         )
-        complete_unit(unit, assignment=assignment)
 
     # -- pool threads: network only ------------------------------------------------
     def call(self, prepared: Prepared) -> Answer:

@@ -22,7 +22,7 @@ from annotation.services.assignment import assignment_for_judge
 from annotation.task_types import Level, get_task_type
 
 from ..keys import ApiKeyUnavailable, redact
-from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
+from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament, UnitStatus
 from ..outbound import OutboundRefused
 from ..runner import (
     DriveResult,
@@ -59,20 +59,33 @@ def run_create(
     tournament: Tournament | None = None,
     enqueue: bool = True,
 ) -> JudgeRun:
-    """A queued run of ``judge`` over the study's items (all but attention checks, unless ``items`` is given)."""
+    """A queued run of ``judge`` over the study's items (all but attention checks, unless ``items`` is given).
+
+    Trials and both-orders are part of what produces a judge's answers: a run asking for others than
+    the judge's own sets them on the judge (``judge_update``), which makes a new version of a judge
+    that has run; the run is then the new version's. The run's judge is ``run.judge``."""
+    from .judges import judge_update
+
     trials = judge.trials if trials is None else trials
     if not 1 <= trials <= SWAPPED_TRIAL_OFFSET - 1:
         raise ValidationError("Trials must be at least 1.")
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
-    template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
     item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
     if not item_list:
         raise ValidationError("The study has no items to judge.")
     if any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
     with transaction.atomic():
+        changes = {
+            key: value
+            for key, value in (("trials", trials), ("both_orders", both_orders))
+            if getattr(judge, key) != value
+        }
+        if changes:
+            judge = judge_update(judge=judge, **changes)
+        template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
         run = JudgeRun.objects.create(
             study=study,
             judge=judge,
@@ -91,6 +104,43 @@ def run_create(
         if enqueue:
             _enqueue(run.pk)
     return run
+
+
+def retryable_units(run: JudgeRun):
+    """The run's units whose judgment is, as it stands now, failed or unparseable (or never written)."""
+    finished = run.units.filter(status__in=[UnitStatus.DONE, UnitStatus.FAILED])
+    return finished.exclude(assignment__judgment__status=Judgment.Status.OK)
+
+
+def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) -> JudgeRun:
+    """A new run of the same judge version over the units of ``run`` that failed or were unparseable.
+
+    It asks again with the version's settings as they are now (timeouts, retries, limits; what shapes
+    an answer cannot have changed within a version) and records each new attempt over the failed
+    judgment, the earlier attempts kept in its provenance (``annotation...judgment_retry``)."""
+    if run.is_active:
+        raise ValidationError("The run is still going; retry its failures once it has stopped.")
+    units = list(retryable_units(run).order_by("pk").values_list("item_id", "trial", "swapped"))
+    if not units:
+        raise ValidationError("Nothing to retry: every unit of this run has an answer.")
+    judge = run.judge
+    template = None if judge.is_baseline else judge_template(judge=judge, task_type=run.study.task_type)
+    with transaction.atomic():
+        retry = JudgeRun.objects.create(
+            study=run.study,
+            judge=judge,
+            template=template,
+            trials=run.trials,
+            both_orders=run.both_orders,
+            created_by=created_by,
+            retry_of=run,
+        )
+        JudgeUnit.objects.bulk_create(
+            JudgeUnit(run=retry, item_id=item_id, trial=trial, swapped=swapped) for item_id, trial, swapped in units
+        )
+        if enqueue:
+            _enqueue(retry.pk)
+    return retry
 
 
 def run_cancel(*, run: JudgeRun) -> bool:

@@ -38,7 +38,8 @@ class TestJudgeCommand:
         assert "Reusing judge" in err
         assert JudgeConfig.objects.filter(base_url=url).count() == 1
         assert json.loads(first)["judged"] == 2
-        assert json.loads(second)["judged"] == 2
+        # The second run asked nothing: it says so instead of repeating the first run's counts.
+        assert (json.loads(second)["judged"], json.loads(second)["already"], json.loads(second)["calls"]) == (0, 2, 0)
         assert Judgment.objects.filter(study=study).count() == 2
         assert JudgeConfig.objects.get(base_url=url).temperature == 0.3
 
@@ -65,11 +66,16 @@ class TestJudgeCommand:
         _, err = judge_cli(study.slug, "--base-url", url, "--model", "m", "--name", "direct", "--inline")
         assert "Reusing judge 'direct'" in err
 
-    def test_a_name_taken_by_another_model_is_an_error(self, make_study, fault_server):
+    def test_another_model_under_a_judges_name_is_its_next_version(self, make_study, fault_server):
         study = make_study(n_items=1)
         judge_cli(study.slug, "--base-url", fault_server.url("ok"), "--model", "m", "--name", "mine", "--inline")
-        with pytest.raises(CommandError, match="another endpoint or model"):
-            judge_cli(study.slug, "--base-url", fault_server.url("ok"), "--model", "other", "--name", "mine")
+        out, _ = judge_cli(
+            study.slug, "--base-url", fault_server.url("ok"), "--model", "other", "--name", "mine", "--inline"
+        )
+        versions = list(JudgeConfig.objects.filter(name="mine").order_by("version"))
+        assert [(v.version, v.model, v.is_current) for v in versions] == [(1, "m", False), (2, "other", True)]
+        assert json.loads(out)["judged"] == 1
+        assert Judgment.objects.filter(study=study).count() == 2
 
     def test_both_orders_reports_position_consistency(self, make_study, fault_server):
         study = make_study(task_type="pairwise", n_items=2, n_candidates=2)

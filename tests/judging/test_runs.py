@@ -64,7 +64,9 @@ class TestExactlyOnce:
         again = finish(run_create(study=study, judge=judge, enqueue=False))
         assert fault_server.requests == calls
         assert again.status == "done"
-        assert run_progress(run=again).judged == 3
+        # It reports what it did: nothing asked, three units an earlier run had judged.
+        progress = run_progress(run=again)
+        assert (progress.judged, progress.already, progress.calls, progress.tokens) == (0, 3, 0, 0)
         assert Judgment.objects.filter(rater=judge.rater).count() == 3
 
     def test_the_judgment_records_what_a_report_needs(self, make_study, make_llm_judge):

@@ -164,6 +164,7 @@ MATRIX: dict[str, Route] = {
     "judging:run_detail": Route(PAGE, ("GET",), lambda w: {"pk": w.run.pk}),
     "judging:run_cancel": Route(PAGE, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging:run_resume": Route(PAGE, ("POST",), lambda w: {"pk": w.run.pk}),
+    "judging:run_retry_failed": Route(PAGE, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging:tournament_detail": Route(PAGE, ("GET",), lambda w: {"pk": w.tournament.pk}),
     "judging:tournament_cancel": Route(PAGE, ("POST",), lambda w: {"pk": w.tournament.pk}),
     "judging:tournament_human_check": Route(PAGE, ("POST",), lambda w: {"pk": w.tournament.pk}),
@@ -173,6 +174,7 @@ MATRIX: dict[str, Route] = {
     "judging-api-run": Route(API, ("GET",), lambda w: {"pk": w.run.pk}),
     "judging-api-run-cancel": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging-api-run-resume": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
+    "judging-api-run-retry-failed": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "judging-api-templates": Route(
         API, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
     ),

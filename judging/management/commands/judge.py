@@ -56,7 +56,12 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
-        self.stderr.write(f"Run {run.pk}: judge {judge.name!r} on {study.slug} ({run.units.count()} units)")
+        if run.judge_id != judge.pk:
+            self.stderr.write(f"Trials or both-orders changed: judge {judge.name!r} is now version {run.judge.version}")
+        judge = run.judge
+        self.stderr.write(
+            f"Run {run.pk}: judge {judge.name!r} version {judge.version} on {study.slug} ({run.units.count()} units)"
+        )
         work_and_report(self, run, opts, process=process_run, describe=_describe, summary=run_summary)
 
     def _judge(self, owner, study: Study, opts) -> JudgeConfig:
@@ -81,7 +86,15 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
-        self.stderr.write(f"{'Created' if created else 'Reusing'} judge {judge.name!r}")
+        if created:
+            self.stderr.write(f"Created judge {judge.name!r}")
+        elif judge.version > 1 and judge.runs.count() == 0 and not judge.rater.judgments.exists():
+            self.stderr.write(
+                f"Reusing judge {judge.name!r} as version {judge.version}: what produces its answers changed, "
+                "so this version is judged afresh"
+            )
+        else:
+            self.stderr.write(f"Reusing judge {judge.name!r} (version {judge.version})")
         return judge
 
 
@@ -89,5 +102,5 @@ def _describe(run: JudgeRun) -> str:
     p = run_progress(run=run)
     return (
         f"{p.finished}/{p.total} units ({p.percent}%) — judged {p.judged}, unparseable {p.unparseable}, "
-        f"failed {p.failed}, tokens {p.tokens} [{p.status}]"
+        f"failed {p.failed}, already judged {p.already}, calls {p.calls}, tokens {p.tokens} [{p.outcome}]"
     )
