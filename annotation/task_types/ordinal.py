@@ -7,12 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
 from .base import Level, Option, TaskType, require_dict
 
 FUNNINESS_0_3 = {
     "points": [0, 1, 2, 3],
-    "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"],
+    "labels": [
+        gettext_noop("Not funny"),
+        gettext_noop("Somewhat funny"),
+        gettext_noop("Funny"),
+        gettext_noop("Very funny"),
+    ],
 }
 
 
@@ -22,7 +28,7 @@ class OrdinalScale(TaskType):
     level = Level.ORDINAL
     template = "annotation/task_types/ordinal.html"
     default_config = FUNNINESS_0_3
-    question = "How funny is this?"
+    question = gettext_noop("How funny is this?")
     gold_field = "rating"
 
     def check_config(self, config: dict[str, Any]) -> None:
@@ -49,7 +55,7 @@ class OrdinalScale(TaskType):
         try:
             return {"rating": int(raw)}
         except (TypeError, ValueError):
-            raise ValidationError("Please choose a rating.") from None
+            raise ValidationError(gettext("Please choose a rating.")) from None
 
     def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
         rating = require_dict(value, "rating")["rating"]
