@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
+from ..languages import platform_text
 from .base import Level, Option, TaskType, require_dict
 
 FUNNINESS_0_3 = {
@@ -46,7 +47,7 @@ class OrdinalScale(TaskType):
         # Keys 0-9 type the point itself when it is a single digit, else its index.
         digit_points = all(0 <= p <= 9 for p in config["points"])
         return [
-            Option(str(p), f"{p} — {label}", str(p) if digit_points else str(i))
+            Option(str(p), f"{p} — {platform_text(label)}", str(p) if digit_points else str(i))
             for i, (p, label) in enumerate(zip(config["points"], config["labels"], strict=True))
         ]
 

@@ -205,7 +205,11 @@ class TestDemoContent:
             "vote_allocation",
             "ja",
         )
-        for text in [japanese.consent_text, japanese.instructions_text, *japanese.items.values_list("prompt", flat=True)]:
+        for text in [
+            japanese.consent_text,
+            japanese.instructions_text,
+            *japanese.items.values_list("prompt", flat=True),
+        ]:
             assert any("\u3040" <= ch <= "\u30ff" for ch in text), text  # kana
 
     def test_chumor_studies_are_in_chinese_with_joke_types_and_sources(self):
