@@ -55,9 +55,19 @@ def edit_segments(original: str, edited: str) -> tuple[list[Segment], list[Segme
     marked: tuple[list[Segment], list[Segment]] = ([], [])
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
         for runs, pieces in ((marked[0], before[i1:i2]), (marked[1], after[j1:j2])):
-            if text := "".join(pieces):
-                # A change of spaces or punctuation alone is not worth a mark.
-                runs.append(Segment(text, changed=tag != "equal" and bool(_WORDS.search(text))))
+            if not (text := "".join(pieces)):
+                continue
+            # A change of spaces or punctuation alone is not worth a mark, nor the spaces around a word.
+            if tag == "equal" or not _WORDS.search(text):
+                runs.append(Segment(text))
+                continue
+            core = text.strip()
+            start = text.index(core)
+            runs.extend(
+                segment
+                for segment in (Segment(text[:start]), Segment(core, changed=True), Segment(text[start + len(core) :]))
+                if segment.text
+            )
     if not any(segment.changed for segment in marked[1]):
         return [], []
     return marked
