@@ -15,7 +15,7 @@ LOCAL_OUTBOUND := FUNNYBONE_OUTBOUND_ALLOW_NETWORKS="$${FUNNYBONE_OUTBOUND_ALLOW
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: help run test lint format venv deps dev-deps llm-deps browser migrate demo worker clean
+.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser migrate demo worker clean
 
 help:
 	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
@@ -86,6 +86,14 @@ test: dev-deps llm-deps browser
 lint: dev-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The annotator pages' translations (locale/). The compiled .mo files are committed, so `make run`
+# and `make test` need no gettext; after changing a translatable text, run this (it needs GNU gettext,
+# Debian package gettext) and translate the new entries of the .po files; a test fails until then.
+messages: deps
+	@command -v msgfmt >/dev/null || { echo "make messages needs GNU gettext (apt-get install gettext)"; exit 1; }
+	$(PY) manage.py makemessages -l zh_Hans -l ja --add-location=file --no-obsolete -i "tests/*" -i "bench/*" -i "docs/*"
+	$(PY) manage.py compilemessages -l zh_Hans -l ja
 
 format: dev-deps
 	$(BIN)/ruff check --fix .

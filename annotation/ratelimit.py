@@ -23,6 +23,7 @@ from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext
 from redis.exceptions import RedisError
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def shared_cache_check(app_configs, **kwargs) -> list[checks.CheckMessage]:
 
 def _too_many(request: HttpRequest, message: str) -> HttpResponse:
     response = render(
-        request, "annotation/message.html", {"title": "Too many requests", "message": message}, status=429
+        request, "annotation/message.html", {"title": gettext("Too many requests"), "message": message}, status=429
     )
     response["Retry-After"] = str(WINDOW_SECONDS)
     return response
@@ -164,14 +165,18 @@ def entry_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
         ):
             return _too_many(
                 request,
-                "This link was opened too many times with your participant id in the last minute. "
-                "Please wait a minute and try again.",
+                gettext(
+                    "This link was opened too many times with your participant id in the last minute. "
+                    "Please wait a minute and try again."
+                ),
             )
         if not allow(scope="entry", client=client_address(request), limit=settings.FUNNYBONE_ENTRY_RATE_PER_MINUTE):
             return _too_many(
                 request,
-                "This link was opened too many times from your network in the last minute. "
-                "Please wait a minute and try again.",
+                gettext(
+                    "This link was opened too many times from your network in the last minute. "
+                    "Please wait a minute and try again."
+                ),
             )
         return view(request, *args, **kwargs)
 

@@ -111,6 +111,10 @@ LOGIN_REDIRECT_URL = "researcher:study_list"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en"
+# The annotator pages speak the study's language (its config ``language``, see annotation/languages.py);
+# the researcher's pages stay English. Catalogs live in locale/ and are committed compiled (.mo).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文"), ("ja", "日本語")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -52,6 +52,11 @@ class StudyTemplate:
     importer: Importer | None = None
     # The columns the importer reads, for the import page and the docs.
     columns: str = ""
+    # What the annotator page calls an item's prompt and text ("Joke", "Explanation"), marked
+    # with gettext_noop and shown in the study's language; unnamed parts are shown bare.
+    item_parts: dict[str, str] = field(default_factory=dict)
+    # The text is the prompt with words replaced (an edited headline): the changed words are marked.
+    marks_edit: bool = False
 
 
 TEMPLATES: dict[str, StudyTemplate] = {}

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from ..importers.items import FileProblem
 from ..models import Rater, Study
 from ..services.imported_judgments import ImportedJudgment
@@ -244,9 +246,11 @@ register_template(
         ),
         task_type="binary",
         config={
+            "language": "zh",
+            "question": gettext_noop("Does the explanation fully explain the joke?"),
             "options": [
-                {"value": GOOD, "label": "Fully explains"},
-                {"value": BAD, "label": "Does not fully explain"},
+                {"value": GOOD, "label": gettext_noop("Fully explains")},
+                {"value": BAD, "label": gettext_noop("Does not fully explain")},
             ],
             "positive": GOOD,
         },
@@ -270,6 +274,7 @@ register_template(
         },
         analyses={"reference": "passers", "breakdowns": ["source", "joke_types"], "joke_types": list(JOKE_TYPES)},
         importer=explanation_importer,
+        item_parts={"prompt": gettext_noop("Joke"), "text": gettext_noop("Explanation")},
         columns="joke_id, joke, explanation, source, joke_types[, annotator, label][, explanation_id]",
     )
 )
@@ -285,7 +290,14 @@ register_template(
             "gives human wins, model wins, ties and undecided jokes."
         ),
         task_type="pairwise",
-        config={"labels": ["Explanation 1", "Explanation 2", "Equally good"], "allow_tie": True, "side_by_side": False},
+        config={
+            "language": "zh",
+            # The protocol asks which explanation explains the joke better, not which is funnier.
+            "question": gettext_noop("Which explanation explains the joke better?"),
+            "labels": [gettext_noop("Explanation 1"), gettext_noop("Explanation 2"), gettext_noop("Equally good")],
+            "allow_tie": True,
+            "side_by_side": False,
+        },
         settings={
             "quota_per_item": 3,
             "item_order": Study.ItemOrder.RANDOM_PER_RATER,
@@ -304,6 +316,7 @@ register_template(
         },
         analyses={"majority": "undecided when all three differ", "sources": [HUMAN, LLM]},
         importer=preference_importer,
+        item_parts={"prompt": gettext_noop("Joke")},
         columns="joke_id, joke, human_explanation, llm_explanation[, joke_types, annotator, choice, shown_first]",
     )
 )

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.utils.translation import gettext_noop
+
 from ..importers.items import FileProblem
 from ..models import Rater
 from ..services.imported_judgments import ImportedJudgment
@@ -216,7 +218,7 @@ register_template(
             "jokes two at a time in tournaments; the report ranks the contestants."
         ),
         task_type="pick_one",
-        config={"question": "Which of these jokes is the funniest answer to the prompt?"},
+        config={"question": gettext_noop("Which of these jokes is the funniest answer to the prompt?")},
         settings={
             "quota_per_item": 3,
             "item_order": "shared_random",
@@ -247,7 +249,11 @@ register_template(
             "pick the funnier or call a tie; the report compares their votes with the LLM judges'."
         ),
         task_type="pairwise",
-        config={"labels": ["Joke A", "Joke B", "Tie"], "allow_tie": True, "side_by_side": True},
+        config={
+            "labels": [gettext_noop("Joke A"), gettext_noop("Joke B"), gettext_noop("Tie")],
+            "allow_tie": True,
+            "side_by_side": True,
+        },
         settings={
             "quota_per_item": 3,
             "item_order": "random_per_rater",

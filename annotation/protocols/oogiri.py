@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.utils.translation import gettext_noop
+
 from ..models import Rater, Study
 from ..services.imported_judgments import ImportedJudgment
 from ..services.studies import CandidateSpec, ImportErrors, ItemSpec
@@ -287,7 +289,7 @@ for _task, _key in TASKS.items():
             task_type=BinaryLabel.name if _task == BINARY_TASK else PickOne.name,
             config=_BINARY_CONFIG
             if _task == BINARY_TASK
-            else {"question": "Which answer is the funniest answer to this prompt?"},
+            else {"question": gettext_noop("Which answer is the funniest answer to this prompt?")},
             settings={
                 **CROWD_SETTINGS,
                 "instructions_text": BINARY_INSTRUCTIONS if _task == BINARY_TASK else CHOICE_INSTRUCTIONS.format(n=_n),

@@ -22,6 +22,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
 from ..models import Judgment, Rater, Study
 from ..services.imported_judgments import ImportedJudgment
@@ -34,7 +35,15 @@ PROTOCOL = "semeval2020t7"
 EDITING = f"{PROTOCOL}-editing"
 GRADING = f"{PROTOCOL}-grading"
 
-GRADES = {"points": [0, 1, 2, 3], "labels": ["Not funny", "Slightly funny", "Moderately funny", "Funny"]}
+GRADES = {
+    "points": [0, 1, 2, 3],
+    "labels": [
+        gettext_noop("Not funny"),
+        gettext_noop("Slightly funny"),
+        gettext_noop("Moderately funny"),
+        gettext_noop("Funny"),
+    ],
+}
 GRADERS_PER_ITEM = 5
 # The report's preset: the tails and bins of the task's extra analyses.
 ANALYSES = {"tail_percents": [10, 20, 30, 40], "grade_bin_width": 0.2, "graders_per_item": GRADERS_PER_ITEM}
@@ -342,6 +351,8 @@ register_template(
         },
         analyses=ANALYSES,
         importer=import_graded_edits,
+        item_parts={"prompt": gettext_noop("Original headline"), "text": gettext_noop("Edited headline")},
+        marks_edit=True,
         columns=GRADING_COLUMNS,
     )
 )

@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
 
@@ -26,14 +27,18 @@ def participant_id_check(*, study: Study, participant_id: str) -> str:
     """
     participant_id = (participant_id or "").strip()
     if not participant_id or TEMPLATED_ID.search(participant_id):
-        raise ValidationError("The entry link has no participant id filled in.", code="placeholder")
+        raise ValidationError(gettext("The entry link has no participant id filled in."), code="placeholder")
     if study.recruitment == Study.Recruitment.PROLIFIC:
         if not PROLIFIC_ID.match(participant_id):
-            raise ValidationError("This is not a Prolific participant id (24 letters a-f and digits).", code="shape")
+            raise ValidationError(
+                gettext("This is not a Prolific participant id (24 letters a-f and digits)."), code="shape"
+            )
     elif not PARTICIPANT_ID.match(participant_id):
         raise ValidationError(
-            "The participant id in the link is not valid (letters, digits and . _ @ : + - only, "
-            "at most 100 characters).",
+            gettext(
+                "The participant id in the link is not valid (letters, digits and . _ @ : + - only, "
+                "at most 100 characters)."
+            ),
             code="shape",
         )
     return participant_id
@@ -43,7 +48,7 @@ def enroll_crowdworker(*, study: Study, participant_id: str, params: dict[str, A
     """Enrol (or find again) the crowdworker with this participant id."""
     participant_id = participant_id_check(study=study, participant_id=participant_id)
     if not study.is_open:
-        raise ValidationError("This study is not open.")
+        raise ValidationError(gettext("This study is not open."))
     try:
         with transaction.atomic():
             rater, _ = Rater.objects.get_or_create(kind=Rater.Kind.CROWD, external_id=participant_id)
@@ -106,7 +111,7 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enro
     # not turn the visitor (say, a researcher) into an expert rater.
     existing = Rater.objects.filter(user=user).first()
     if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
-        raise ValidationError("This invitation was already accepted by someone else.")
+        raise ValidationError(gettext("This invitation was already accepted by someone else."))
     rater = existing or expert_rater(user=user)
     if invitation.rater_id is None:
         invitation.rater = rater

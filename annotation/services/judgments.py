@@ -6,6 +6,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
@@ -98,14 +99,16 @@ def judgment_submit(
         study, item = locked.study, locked.item
         if rater.is_human:
             if not study.is_open:
-                raise ValidationError("This study is closed.")
+                raise ValidationError(gettext("This study is closed."))
             expired = locked.state != Assignment.State.LEASED or locked.lease_expires_at <= now
             if (
                 expired
                 and not item.is_attention_check
                 and item_holders(item.pk, now, exclude_id=locked.pk) >= study.quota_per_item
             ):
-                raise ValidationError("This item was handed to someone else after a long pause; here is the next one.")
+                raise ValidationError(
+                    gettext("This item was handed to someone else after a long pause; here is the next one.")
+                )
         if duration_ms is None and locked.shown_at is not None:
             duration_ms = max(0, int((now - locked.shown_at).total_seconds() * 1000))
         attention_passed = None

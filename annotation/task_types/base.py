@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
+
+from ..languages import platform_text
 
 #: The value a pairwise answer takes for "equally funny".
 TIE = "tie"
@@ -73,8 +76,8 @@ class TaskType(ABC):
     candidates: ClassVar[tuple[int, int | None]] = (0, 0)
     shuffle_candidates: ClassVar[bool] = False
     default_config: ClassVar[dict[str, Any]] = {}
-    #: The annotator form's heading when the study's config sets no ``question``.
-    question: ClassVar[str] = "Your answer"
+    #: The annotator form's heading when the study's config sets no ``question`` (translated when shown).
+    question: ClassVar[str] = gettext_noop("Your answer")
     #: Two labels, one of them positive: classification scores (MCC, FPR, FNR) apply.
     dichotomous: ClassVar[bool] = False
     #: Totals are shown to annotators once the study is closed (OOGIRI-style voting).
@@ -120,7 +123,10 @@ class TaskType(ABC):
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
         """The keyboard shortcuts the instructions page lists: one per answer button by default."""
         return [
-            Shortcut((o.shortcut, o.alt_shortcut.upper()) if o.alt_shortcut else (o.shortcut,), f"Choose “{o.label}”")
+            Shortcut(
+                (o.shortcut, o.alt_shortcut.upper()) if o.alt_shortcut else (o.shortcut,),
+                gettext("Choose “%(label)s”") % {"label": platform_text(o.label)},
+            )
             for o in self.options(config)
         ]
 
@@ -197,9 +203,9 @@ def check_storable(text: str) -> None:
     """Refuse written text the database cannot store: PostgreSQL keeps no NUL character (0x00) in
     text or jsonb, and no unpaired UTF-16 surrogate (which only a JSON escape such as \\ud800 makes)."""
     if "\x00" in text:
-        raise ValidationError("Your answer contains a NUL character (0x00); please remove it.")
+        raise ValidationError(gettext("Your answer contains a NUL character (0x00); please remove it."))
     if _SURROGATE.search(text):
-        raise ValidationError("Your answer contains an unpaired surrogate character; please remove it.")
+        raise ValidationError(gettext("Your answer contains an unpaired surrogate character; please remove it."))
 
 
 def posted_position(data: Any, field: str, shown_order: list[str]) -> str:
@@ -208,7 +214,7 @@ def posted_position(data: Any, field: str, shown_order: list[str]) -> str:
     try:
         index = int(raw)
     except (TypeError, ValueError):
-        raise ValidationError("Please choose one of the options.") from None
+        raise ValidationError(gettext("Please choose one of the options.")) from None
     if not 0 <= index < len(shown_order):
-        raise ValidationError("Please choose one of the options.")
+        raise ValidationError(gettext("Please choose one of the options."))
     return shown_order[index]

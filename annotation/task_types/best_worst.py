@@ -16,20 +16,22 @@ listed candidates (``picks``).
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
+from ..languages import platform_text
 from .base import PICK_BEST, PICK_WORST, Level, Shortcut, TaskType, require_dict
 
 BEST, WORST = PICK_BEST, PICK_WORST
 
 
-def _posted_position(data: Any, field: str, shown_order: list[str], what: str) -> str:
+def _posted_position(data: Any, field: str, shown_order: list[str], label: str) -> str:
     raw = data.get(field, "")
     try:
         index = int(raw)
     except (TypeError, ValueError):
-        raise ValidationError(f"Please mark the {what} joke.") from None
+        index = -1
     if not 0 <= index < len(shown_order):
-        raise ValidationError(f"Please mark the {what} joke.")
+        raise ValidationError(gettext("Please mark one joke “%(label)s”.") % {"label": platform_text(label)})
     return shown_order[index]
 
 
@@ -40,8 +42,8 @@ class BestWorst(TaskType):
     template = "annotation/task_types/best_worst.html"
     candidates = (4, 4)
     shuffle_candidates = True
-    default_config = {"best_label": "Funniest", "worst_label": "Least funny"}
-    question = "Which joke is the funniest, and which the least funny?"
+    default_config = {"best_label": gettext_noop("Funniest"), "worst_label": gettext_noop("Least funny")}
+    question = gettext_noop("Which joke is the funniest, and which the least funny?")
 
     def check_config(self, config: dict[str, Any]) -> None:
         for field in ("best_label", "worst_label"):
@@ -49,20 +51,25 @@ class BestWorst(TaskType):
                 raise ValidationError(f"{field} must be a short text, such as “Funniest”.")
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
+        mark = gettext("Mark the joke with that number “%(label)s”")
         return [
-            Shortcut(("1", "4"), f"Mark the joke with that number “{config['best_label']}”", joiner="to"),
-            Shortcut(("Shift+1", "Shift+4"), f"Mark the joke with that number “{config['worst_label']}”", joiner="to"),
-            Shortcut(("Enter",), "Submit your choice"),
+            Shortcut(("1", "4"), mark % {"label": platform_text(config["best_label"])}, joiner="to"),
+            Shortcut(("Shift+1", "Shift+4"), mark % {"label": platform_text(config["worst_label"])}, joiner="to"),
+            Shortcut(("Enter",), gettext("Submit your choice")),
         ]
 
     def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
         # A form sent back with an error keeps what the rater had marked.
         best, worst = str(posted.get(BEST, "")), str(posted.get(WORST, ""))
-        return {"best_worst_rows": [(c, str(c.position) == best, str(c.position) == worst) for c in item.candidates]}
+        return {
+            "best_worst_rows": [(c, str(c.position) == best, str(c.position) == worst) for c in item.candidates],
+            "best_label": platform_text(config["best_label"]),
+            "worst_label": platform_text(config["worst_label"]),
+        }
 
     def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
-        best = _posted_position(data, BEST, shown_order, config["best_label"].lower())
-        worst = _posted_position(data, WORST, shown_order, config["worst_label"].lower())
+        best = _posted_position(data, BEST, shown_order, config["best_label"])
+        worst = _posted_position(data, WORST, shown_order, config["worst_label"])
         return {BEST: best, WORST: worst}
 
     def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
@@ -73,7 +80,8 @@ class BestWorst(TaskType):
                 raise ValidationError(f"Unknown candidate {key!r}.")
         if best == worst:
             raise ValidationError(
-                f"The {config['best_label'].lower()} and the {config['worst_label'].lower()} must be different jokes."
+                gettext("“%(best)s” and “%(worst)s” must be different jokes.")
+                % {"best": platform_text(config["best_label"]), "worst": platform_text(config["worst_label"])}
             )
         return {BEST: best, WORST: worst}
 

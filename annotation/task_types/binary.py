@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
 from .base import Level, Option, TaskType, require_dict
 
@@ -17,10 +18,13 @@ class BinaryLabel(TaskType):
     level = Level.NOMINAL
     template = "annotation/task_types/choice_buttons.html"
     default_config = {
-        "options": [{"value": "funny", "label": "Funny"}, {"value": "not_funny", "label": "Not funny"}],
+        "options": [
+            {"value": "funny", "label": gettext_noop("Funny")},
+            {"value": "not_funny", "label": gettext_noop("Not funny")},
+        ],
         "positive": "funny",
     }
-    question = "Which label fits?"
+    question = gettext_noop("Which label fits?")
     dichotomous = True
     gold_field = "label"
 

@@ -5,10 +5,13 @@ A micro-edit item marks the replaceable token in its text as ``<token/>``
 An explanation's value is ``{"text": <what the rater wrote>}``.
 """
 
+import difflib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
 from .base import Level, Shortcut, TaskType, check_storable, require_dict
 
@@ -27,6 +30,49 @@ def apply_edit(text: str, replacement: str) -> str:
     return MARKED_TOKEN.sub(lambda _m: replacement, text, count=1)
 
 
+@dataclass(frozen=True)
+class Segment:
+    """A run of a text, and whether an edit changed it."""
+
+    text: str
+    changed: bool = False
+
+
+# Longer texts are shown without marks: the comparison grows with the product of the lengths.
+EDIT_MARK_MAX_CHARS = 2000
+_WORDS = re.compile(r"(\w+)")
+
+
+def edit_segments(original: str, edited: str) -> tuple[list[Segment], list[Segment]]:
+    """Both texts cut into runs, the words that differ between them marked as changed.
+
+    Empty lists when there is nothing to mark (a text missing or the two the same) or the
+    texts are too long to compare; the caller then shows them as they are.
+    """
+    if not original or not edited or max(len(original), len(edited)) > EDIT_MARK_MAX_CHARS:
+        return [], []
+    before, after = _WORDS.split(original), _WORDS.split(edited)
+    marked: tuple[list[Segment], list[Segment]] = ([], [])
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=before, b=after, autojunk=False).get_opcodes():
+        for runs, pieces in ((marked[0], before[i1:i2]), (marked[1], after[j1:j2])):
+            if not (text := "".join(pieces)):
+                continue
+            # A change of spaces or punctuation alone is not worth a mark, nor the spaces around a word.
+            if tag == "equal" or not _WORDS.search(text):
+                runs.append(Segment(text))
+                continue
+            core = text.strip()
+            start = text.index(core)
+            runs.extend(
+                segment
+                for segment in (Segment(text[:start]), Segment(core, changed=True), Segment(text[start + len(core) :]))
+                if segment.text
+            )
+    if not any(segment.changed for segment in marked[1]):
+        return [], []
+    return marked
+
+
 def split_headline(text: str) -> tuple[str, str, str]:
     """(before, marked token, after) for rendering the headline with its mark."""
     match = MARKED_TOKEN.search(text)
@@ -41,14 +87,14 @@ class MicroEdit(TaskType):
     level = Level.TEXT
     template = "annotation/task_types/micro_edit.html"
     default_config = {"max_length": 40}
-    question = "Replace the marked word to make the headline funny"
+    question = gettext_noop("Replace the marked word to make the headline funny")
     gold_field = "replacement"
 
     def check_item_text(self, text: str) -> None:
         marked_token(text)
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
-        return [Shortcut(("Enter",), "Submit your word")]
+        return [Shortcut(("Enter",), gettext("Submit your word"))]
 
     def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
         return {"headline": split_headline(item.text), "replacement": posted.get("replacement", "")}
@@ -60,13 +106,13 @@ class MicroEdit(TaskType):
         word = str(require_dict(value, "replacement")["replacement"]).strip()
         check_storable(word)
         if not word:
-            raise ValidationError("Please type a replacement word.")
+            raise ValidationError(gettext("Please type a replacement word."))
         if not ONE_WORD.match(word):
-            raise ValidationError("The replacement must be a single word, without spaces or angle brackets.")
+            raise ValidationError(gettext("The replacement must be a single word, without spaces or angle brackets."))
         if len(word) > config.get("max_length", 40):
-            raise ValidationError("The replacement word is too long.")
+            raise ValidationError(gettext("The replacement word is too long."))
         if item_text and word.casefold() == marked_token(item_text).strip().casefold():
-            raise ValidationError("The replacement must differ from the original word.")
+            raise ValidationError(gettext("The replacement must differ from the original word."))
         return {"replacement": word}
 
 
@@ -76,11 +122,11 @@ class WrittenExplanation(TaskType):
     level = Level.TEXT
     template = "annotation/task_types/explanation.html"
     default_config = {"min_length": 10, "max_length": 2000}
-    question = "Explain the joke"
+    question = gettext_noop("Explain the joke")
     gold_field = "text"
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
-        return [Shortcut(("Ctrl+Enter", "⌘+Enter"), "Submit your explanation")]
+        return [Shortcut(("Ctrl+Enter", "⌘+Enter"), gettext("Submit your explanation"))]
 
     def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
         return {"written": posted.get("text", "")}
@@ -92,7 +138,11 @@ class WrittenExplanation(TaskType):
         text = str(require_dict(value, "text")["text"]).strip()
         check_storable(text)
         if len(text) < config.get("min_length", 10):
-            raise ValidationError(f"Please write at least {config.get('min_length', 10)} characters.")
+            raise ValidationError(
+                gettext("Please write at least %(count)d characters.") % {"count": config.get("min_length", 10)}
+            )
         if len(text) > config.get("max_length", 2000):
-            raise ValidationError(f"Please keep it under {config.get('max_length', 2000)} characters.")
+            raise ValidationError(
+                gettext("Please keep it under %(count)d characters.") % {"count": config.get("max_length", 2000)}
+            )
         return {"text": text}

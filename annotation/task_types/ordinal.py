@@ -7,12 +7,19 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
+from ..languages import platform_text
 from .base import Level, Option, TaskType, require_dict
 
 FUNNINESS_0_3 = {
     "points": [0, 1, 2, 3],
-    "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"],
+    "labels": [
+        gettext_noop("Not funny"),
+        gettext_noop("Somewhat funny"),
+        gettext_noop("Funny"),
+        gettext_noop("Very funny"),
+    ],
 }
 
 
@@ -22,7 +29,7 @@ class OrdinalScale(TaskType):
     level = Level.ORDINAL
     template = "annotation/task_types/ordinal.html"
     default_config = FUNNINESS_0_3
-    question = "How funny is this?"
+    question = gettext_noop("How funny is this?")
     gold_field = "rating"
 
     def check_config(self, config: dict[str, Any]) -> None:
@@ -40,7 +47,7 @@ class OrdinalScale(TaskType):
         # Keys 0-9 type the point itself when it is a single digit, else its index.
         digit_points = all(0 <= p <= 9 for p in config["points"])
         return [
-            Option(str(p), f"{p} — {label}", str(p) if digit_points else str(i))
+            Option(str(p), f"{p} — {platform_text(label)}", str(p) if digit_points else str(i))
             for i, (p, label) in enumerate(zip(config["points"], config["labels"], strict=True))
         ]
 
@@ -49,7 +56,7 @@ class OrdinalScale(TaskType):
         try:
             return {"rating": int(raw)}
         except (TypeError, ValueError):
-            raise ValidationError("Please choose a rating.") from None
+            raise ValidationError(gettext("Please choose a rating.")) from None
 
     def validate(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any], item_text: str = "") -> Any:
         rating = require_dict(value, "rating")["rating"]

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_noop
 
+from ..languages import platform_text
 from .base import TIE, Level, Option, TaskType, posted_position, require_dict
 
 # Keys a-b-t press the first, second and tie buttons as well as 1-2-3.
@@ -23,8 +25,9 @@ class PairwiseChoice(TaskType):
     template = "annotation/task_types/pairwise.html"
     candidates = (2, 2)
     shuffle_candidates = True
-    default_config = {"labels": ["A", "B", "Tie"], "allow_tie": True, "side_by_side": True}
-    question = "Which one is funnier?"
+    # Labels and question are translated when shown (languages.platform_text); "A" and "B" read the same everywhere.
+    default_config = {"labels": ["A", "B", gettext_noop("Tie")], "allow_tie": True, "side_by_side": True}
+    question = gettext_noop("Which one is funnier?")
     gold_field = "choice"
 
     def check_config(self, config: dict[str, Any]) -> None:
@@ -41,7 +44,7 @@ class PairwiseChoice(TaskType):
 
     def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
         first, second, _tie = config["labels"]
-        return {"sides": list(zip((first, second), item.candidates, strict=False))}
+        return {"sides": list(zip((platform_text(first), platform_text(second)), item.candidates, strict=False))}
 
     def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
         if data.get("choice") == TIE:

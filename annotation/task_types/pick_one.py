@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
 from .base import Level, Shortcut, TaskType, posted_position, require_dict
 
@@ -18,11 +19,11 @@ class PickOne(TaskType):
     template = "annotation/task_types/pick_one.html"
     candidates = (2, 9)
     shuffle_candidates = True
-    default_config = {"question": "Which one is the funniest?"}
+    default_config = {"question": gettext_noop("Which one is the funniest?")}
     gold_field = "choice"
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
-        return [Shortcut(("1", "9"), "Choose the option with that number", joiner="to")]
+        return [Shortcut(("1", "9"), gettext("Choose the option with that number"), joiner="to")]
 
     def value_from_form(self, data: Any, *, shown_order: list[str], config: dict[str, Any]) -> Any:
         return {"choice": posted_position(data, "choice", shown_order)}

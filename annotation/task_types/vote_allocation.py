@@ -8,6 +8,7 @@ study allows it. Totals stay hidden from annotators while the study is open.
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_noop
 
 from .base import Level, Shortcut, TaskType, require_dict
 
@@ -28,15 +29,15 @@ class VoteAllocation(TaskType):
     candidates = (2, None)
     shuffle_candidates = True
     default_config = {"max_votes": 3, "allow_repeat": True}
-    question = "Give your votes to the funniest responses"
+    question = gettext_noop("Give your votes to the funniest responses")
     public_leaderboard = True
     gold_field = "votes"
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
         return [
-            Shortcut(("1", "9"), "Give a vote to the response with that number", joiner="to"),
-            Shortcut(("Shift+1", "Shift+9"), "Take a vote back from that response", joiner="to"),
-            Shortcut(("Enter",), "Submit your votes"),
+            Shortcut(("1", "9"), gettext("Give a vote to the response with that number"), joiner="to"),
+            Shortcut(("Shift+1", "Shift+9"), gettext("Take a vote back from that response"), joiner="to"),
+            Shortcut(("Enter",), gettext("Submit your votes")),
         ]
 
     def form_context(self, *, item: Any, config: dict[str, Any], posted: Any) -> dict[str, Any]:
@@ -55,7 +56,7 @@ class VoteAllocation(TaskType):
             try:
                 count = int(raw)
             except ValueError:
-                raise ValidationError("Votes must be whole numbers.") from None
+                raise ValidationError(gettext("Votes must be whole numbers.")) from None
             if count:
                 votes[key] = count
         return {"votes": votes}
@@ -71,12 +72,15 @@ class VoteAllocation(TaskType):
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise ValidationError("Each vote count must be a whole number of at least 0.")
             if count > 1 and not config.get("allow_repeat", True):
-                raise ValidationError("Only one vote per response is allowed in this study.")
+                raise ValidationError(gettext("Only one vote per response is allowed in this study."))
             if count:
                 cleaned[key] = count
         total = sum(cleaned.values())
         if total < 1:
-            raise ValidationError("Please cast at least one vote.")
+            raise ValidationError(gettext("Please cast at least one vote."))
         if total > config["max_votes"]:
-            raise ValidationError(f"You can cast at most {config['max_votes']} votes; you cast {total}.")
+            raise ValidationError(
+                gettext("You can cast at most %(most)d votes; you cast %(cast)d.")
+                % {"most": config["max_votes"], "cast": total}
+            )
         return {"votes": cleaned}

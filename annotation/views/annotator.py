@@ -7,7 +7,6 @@ skipped by typing a URL. Pages show only what a blind judgment needs: never
 candidate keys, provenance, item metadata, gold answers or other answers.
 """
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +16,15 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from ..access import owned_by
+from ..languages import in_language, items_language, platform_text
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
+from ..protocols import template_of
 from ..ratelimit import entry_rate_limited
 from ..selectors import (
     annotator_progress,
@@ -46,11 +48,10 @@ from ..services.enrollment import (
 )
 from ..services.judgments import judgment_submit, value_from_form
 from ..task_types import Shortcut, TaskType, get_task_type
+from ..task_types.free_text import edit_segments
 
 SESSION_KEY = "funnybone_enrollments"
 ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
-# A BCP 47 tag such as "zh", "ja" or "zh-Hant"; anything else is not put in a lang attribute.
-LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
 # Reasons next_assignment gives that mean the rater is finished for good.
 FINISHED = {"exhausted", "cap_reached", "ended"}
 LEADERBOARD_PROMPTS_SHOWN = 50
@@ -105,9 +106,11 @@ def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study
     get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
     return _message(
         request,
-        "Please use your study link",
-        "We could not find your session. Please open the study again from the link you were given, "
-        "for example on the recruitment site.",
+        _("Please use your study link"),
+        _(
+            "We could not find your session. Please open the study again from the link you were given, "
+            "for example on the recruitment site."
+        ),
         status=403,
     )
 
@@ -129,17 +132,25 @@ def _to_step(request: HttpRequest, study: Study, step: str) -> HttpResponse:
 
 
 def _language(study: Study) -> str:
-    language = str(study.config.get("language", "")).strip()
-    return language if LANGUAGE_TAG.match(language) else ""
+    return items_language(study.config)
+
+
+def _study_config(entry_token: str, **_kwargs: Any) -> dict[str, Any] | None:
+    """The config (and so the language) of the study an annotator URL names; None when there is none."""
+    return Study.objects.filter(entry_token=entry_token).values_list("config", flat=True).first()
+
+
+def _invited_study_config(token: str, **_kwargs: Any) -> dict[str, Any] | None:
+    return Invitation.objects.filter(token=token).values_list("study__config", flat=True).first()
 
 
 def _unavailable(request: HttpRequest, study: Study) -> HttpResponse:
     if study.state == Study.State.DRAFT:
-        return _message(request, "Not open yet", "This study has not started yet. Please try again later.")
+        return _message(request, _("Not open yet"), _("This study has not started yet. Please try again later."))
     return _message(
         request,
-        "This study is closed",
-        "This study is no longer accepting answers. Thank you for your interest.",
+        _("This study is closed"),
+        _("This study is no longer accepting answers. Thank you for your interest."),
         leaderboard_url=_leaderboard_url(study),
     )
 
@@ -164,7 +175,7 @@ class Button:
 
 
 def _buttons(task_type: TaskType, config: dict[str, Any]) -> list[Button]:
-    return [Button(o.value, o.label, o.shortcut, o.alt_shortcut) for o in task_type.options(config)]
+    return [Button(o.value, platform_text(o.label), o.shortcut, o.alt_shortcut) for o in task_type.options(config)]
 
 
 def shortcuts(task_type: TaskType, config: dict[str, Any]) -> list[Shortcut]:
@@ -191,7 +202,7 @@ def _item_context(
         "item": item,
         "task": task_type.name,
         "task_template": task_type.template,
-        "question": config.get("question") or task_type.question,
+        "question": platform_text(config.get("question") or task_type.question),
         "buttons": _buttons(task_type, config),
         "config": config,
         "progress": annotator_progress(enrollment=enrollment),
@@ -202,12 +213,25 @@ def _item_context(
         "preview": enrollment.rater.is_preview,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
+    context.update(_item_parts(study, item))
     return context
+
+
+def _item_parts(study: Study, item: Any) -> dict[str, Any]:
+    """The protocol's names for the item's texts, and the words an edit changed (edited headlines)."""
+    template = template_of(study)
+    if template is None:
+        return {}
+    parts: dict[str, Any] = {"part_labels": {part: platform_text(label) for part, label in template.item_parts.items()}}
+    if template.marks_edit:
+        parts["prompt_segments"], parts["text_segments"] = edit_segments(item.prompt, item.text)
+    return parts
 
 
 # -- entry ---------------------------------------------------------------------
 
 
+@in_language(_study_config)
 @entry_rate_limited
 @require_GET
 def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -232,6 +256,7 @@ def _entry_refused(request: HttpRequest, study: Study, *, problem: str, code: st
         "study": study,
         "problem": problem,
         "placeholder": code == "placeholder",
+        "pid_placeholder": "{{%PROLIFIC_PID%}}",
         "prolific": study.recruitment == Study.Recruitment.PROLIFIC,
         "preview_url": reverse("annotator:preview", args=[study.entry_token]) if owner else "",
         "language": _language(study),
@@ -239,6 +264,7 @@ def _entry_refused(request: HttpRequest, study: Study, *, problem: str, code: st
     return render(request, "annotation/entry_refused.html", context, status=400)
 
 
+@in_language(_study_config)
 @require_POST
 @login_required
 def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -247,11 +273,12 @@ def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
     try:
         enrollment = enroll_preview(study=study, user=request.user)
     except ValidationError as exc:
-        return _message(request, "Preview not available", " ".join(exc.messages), status=409)
+        return _message(request, _("Preview not available"), " ".join(exc.messages), status=409)
     _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
 
+@in_language(_invited_study_config)
 @entry_rate_limited
 @require_GET
 @login_required
@@ -264,12 +291,15 @@ def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
         # Refuse before invitation_accept: it makes the account an expert rater first, which
         # would silently turn a researcher who opened someone else's link into an annotator.
         return _message(
-            request, "This invitation is taken", "This invitation was already accepted by someone else.", status=403
+            request,
+            _("This invitation is taken"),
+            _("This invitation was already accepted by someone else."),
+            status=403,
         )
     try:
         enrollment = invitation_accept(invitation=invitation, user=request.user)
     except ValidationError as exc:
-        return _message(request, "This invitation is taken", " ".join(exc.messages), status=403)
+        return _message(request, _("This invitation is taken"), " ".join(exc.messages), status=403)
     _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
@@ -277,6 +307,7 @@ def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
 # -- the steps -------------------------------------------------------------------
 
 
+@in_language(_study_config)
 @never_cache
 @require_http_methods(["GET", "POST"])
 def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -304,6 +335,7 @@ def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
     return render(request, "annotation/consent.html", context, status=status)
 
 
+@in_language(_study_config)
 @never_cache
 @require_GET
 def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -315,6 +347,7 @@ def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
     return render(request, "annotation/declined.html", context)
 
 
+@in_language(_study_config)
 @never_cache
 @require_http_methods(["GET", "POST"])
 def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -347,6 +380,7 @@ def _posted_assignment(request: HttpRequest, enrollment: Enrollment) -> Assignme
     )
 
 
+@in_language(_study_config)
 @never_cache
 @require_http_methods(["GET", "POST"])
 def item(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -396,7 +430,7 @@ def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") 
     context = {
         "study": study,
         "waiting": True,
-        "question": "More items may free up",
+        "question": _("More items may free up"),
         "notice": notice,
         "progress": annotator_progress(enrollment=enrollment),
         "retry_seconds": WAITING_RETRY_SECONDS,
@@ -408,6 +442,7 @@ def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") 
     return render(request, template, context)
 
 
+@in_language(_study_config)
 @never_cache
 @require_GET
 def done(request: HttpRequest, entry_token: str) -> HttpResponse:
@@ -436,6 +471,7 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
     return render(request, "annotation/done.html", context)
 
 
+@in_language(_study_config)
 @require_GET
 def leaderboard(request: HttpRequest, entry_token: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)

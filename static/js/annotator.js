@@ -213,12 +213,18 @@
     else if (heading) heading.focus();
   });
 
+  // The words come from the page, in the study's language (data-* on #connection-status).
+  function said(name) {
+    var box = document.getElementById("connection-status");
+    return (box && box.dataset[name]) || "";
+  }
+
   document.addEventListener("htmx:sendError", function () {
-    status("Your answer could not be sent. Please check your connection and try again.");
+    status(said("sendError"));
   });
 
   document.addEventListener("htmx:responseError", function () {
-    status("Something went wrong while saving your answer. Please reload the page; answers already saved are kept.");
+    status(said("responseError"));
   });
 
   function copyCode(button) {
@@ -226,8 +232,8 @@
     var note = button.parentElement.querySelector(".copy-status");
     if (!source || !navigator.clipboard) return;
     navigator.clipboard.writeText(source.textContent.trim()).then(
-      function () { if (note) note.textContent = "Copied."; },
-      function () { if (note) note.textContent = "Could not copy; please select the code and copy it."; }
+      function () { if (note) note.textContent = button.dataset.copied || ""; },
+      function () { if (note) note.textContent = button.dataset.copyFailed || ""; }
     );
   }
 })();

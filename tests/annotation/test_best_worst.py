@@ -86,7 +86,7 @@ class TestBestWorstForm:
         response, assignment = submit(csrf_client, study, {"best": "1", "worst": "1"}, HTTP_HX_REQUEST="true")
         assert response.status_code == 422
         page = response.content.decode()
-        assert "The funniest and the least funny must be different jokes." in page
+        assert "“Funniest” and “Least funny” must be different jokes." in page
         assert page.count("checked") == 2
         assert not Judgment.objects.filter(assignment=assignment).exists()
 
@@ -95,7 +95,7 @@ class TestBestWorstForm:
         begin(csrf_client, study)
         response, _ = submit(csrf_client, study, {"best": "1"}, HTTP_HX_REQUEST="true")
         assert response.status_code == 422
-        assert "Please mark the least funny joke." in response.content.decode()
+        assert "Please mark one joke “Least funny”." in response.content.decode()
 
     def test_each_rater_sees_the_jokes_in_their_own_order(self, researcher):
         from annotation.services.assignment import next_assignment

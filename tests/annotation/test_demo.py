@@ -186,7 +186,7 @@ class TestDemoContent:
     def test_oogiri_has_a_vote_study_and_a_binary_study_with_attention_checks(self):
         from ratings.protocols import protocol_report, report_json
 
-        votes = Study.objects.get(protocol="oogiri-voting", task_type="vote_allocation")
+        votes = Study.objects.get(slug="demo-oogiri-spread-your-three-votes")
         assert votes.config["max_votes"] == 3
         assert all(item.candidates.count() >= 8 for item in votes.items.all())
         # The imported vote totals give the report a filter and a selection to show.
@@ -197,6 +197,20 @@ class TestDemoContent:
         assert binary.attention_check_rate == pytest.approx(0.2)
         checks = binary.items.filter(is_attention_check=True)
         assert checks.exists() and all(check.gold for check in checks)
+
+    def test_oogiri_has_a_japanese_vote_study_whose_pages_are_japanese(self):
+        japanese = Study.objects.get(slug="demo-oogiri-in-japanese")
+        assert (japanese.protocol, japanese.task_type, japanese.config["language"]) == (
+            "oogiri-voting",
+            "vote_allocation",
+            "ja",
+        )
+        for text in [
+            japanese.consent_text,
+            japanese.instructions_text,
+            *japanese.items.values_list("prompt", flat=True),
+        ]:
+            assert any("\u3040" <= ch <= "\u30ff" for ch in text), text  # kana
 
     def test_chumor_studies_are_in_chinese_with_joke_types_and_sources(self):
         explain = Study.objects.get(slug="demo-chumor-does-the-explanation-get-the-joke")
