@@ -1,6 +1,7 @@
 """Recording judgments: validated, exactly once per assignment."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -9,7 +10,7 @@ from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
-from .assignment import item_holders
+from .assignment import take_place
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,10 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
 
     For a person: their enrollment first (one request per rater at a time; it
     is written when a check fails), then the assignment together with its item
-    row, which next_assignment also locks before counting an item's holders, so
-    a late answer and a new lease cannot both take an item's last place. Both
+    row, which next_assignment also locks before taking one of the item's
+    places, so a late answer and a new lease cannot both take an item's last
+    place. Another rater's request locks this assignment only with SKIP LOCKED
+    (releasing an expired lease), so it never waits for it here. Both
     rows in one statement is safe: any other request that locks this
     assignment and something more holds the rater's enrollment first. A model
     judge is not bound by the quota and only needs its assignment.
@@ -67,6 +70,17 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
         Enrollment.objects.select_for_update().filter(study_id=assignment.study_id, rater=rater).first()
         rows = ("self", "item")
     return Assignment.objects.select_for_update(of=rows).select_related("study", "item").get(pk=assignment.pk)
+
+
+def _place_for_answer(locked: Assignment, now: datetime) -> bool:
+    """Whether a person's answer may be stored: its lease still holds a place, or a free one is taken now.
+
+    A released lease gave its place back; the answer takes one again if the
+    item has room. Attention checks are outside the quota.
+    """
+    if locked.state != Assignment.State.RELEASED or locked.item.is_attention_check:
+        return True
+    return take_place(locked.item, locked.study.quota_per_item, now)
 
 
 def judgment_submit(
@@ -81,8 +95,9 @@ def judgment_submit(
     """Store the one judgment of an assignment.
 
     A second submission for the same assignment (a double click, a resent
-    form) returns the stored judgment unchanged. A human whose lease expired
-    may still submit while the item has room under its quota.
+    form) returns the stored judgment unchanged. A person whose lease expired
+    still holds its place until someone else's request releases it; after
+    that, the answer is taken only while the item has a free place again.
     """
     if assignment.rater_id != rater.pk:
         raise PermissionDenied("This assignment belongs to another rater.")
@@ -99,12 +114,7 @@ def judgment_submit(
         if rater.is_human:
             if not study.is_open:
                 raise ValidationError("This study is closed.")
-            expired = locked.state != Assignment.State.LEASED or locked.lease_expires_at <= now
-            if (
-                expired
-                and not item.is_attention_check
-                and item_holders(item.pk, now, exclude_id=locked.pk) >= study.quota_per_item
-            ):
+            if not _place_for_answer(locked, now):
                 raise ValidationError("This item was handed to someone else after a long pause; here is the next one.")
         if duration_ms is None and locked.shown_at is not None:
             duration_ms = max(0, int((now - locked.shown_at).total_seconds() * 1000))
