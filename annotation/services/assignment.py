@@ -28,6 +28,7 @@ expired lease is locked with SKIP LOCKED: if its rater is answering it right
 now, it keeps its place.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -130,6 +131,21 @@ def take_place(item: Item, quota: int, now: datetime) -> bool:
     return True
 
 
+def places_add(assignments: list[Assignment]) -> None:
+    """Count the places that assignments written elsewhere (imported answers, done) take.
+
+    Only people's assignments of regular items take one. Items already full
+    stay full (an import may bring more answers than the quota; nothing new is
+    handed out for them).
+    """
+    per_item = Counter(a.item_id for a in assignments if a.rater.kind in HUMAN_KINDS and not a.item.is_attention_check)
+    by_count: dict[int, list[int]] = {}
+    for item_id, n in per_item.items():
+        by_count.setdefault(n, []).append(item_id)
+    for n, item_ids in by_count.items():
+        Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
+
+
 def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
     """The rater's open assignment, renewed if it has expired but still holds its place."""
     current = (
@@ -191,18 +207,24 @@ def _create(study: Study, rater: Rater, item: Item, sequence: int, now: datetime
     )
 
 
-def next_assignment(*, enrollment: Enrollment, now: datetime | None = None) -> NextItem:
-    """The rater's current item, or a newly leased one, or the reason there is none."""
+def next_assignment(*, enrollment: Enrollment, now: datetime | None = None, wait: bool = True) -> NextItem:
+    """The rater's current item, or a newly leased one, or the reason there is none.
+
+    ``wait=False`` is for a caller that already holds an item's lock in the same
+    transaction (the answer just stored): rather than wait for an item another
+    request holds, which could deadlock, it returns the reason "busy" and the
+    caller asks again once its transaction has ended.
+    """
     now = now or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         # One request at a time per rater: a double click cannot lease two items.
         locked = (
             Enrollment.objects.select_for_update(of=("self",)).select_related("study", "rater").get(pk=enrollment.pk)
         )
-        return _next_assignment(locked, now)
+        return _next_assignment(locked, now, wait=wait)
 
 
-def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
+def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool) -> NextItem:
     study, rater = enrollment.study, enrollment.rater
     if enrollment.ended_early:
         return NextItem(None, "ended")
@@ -225,13 +247,14 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
     if _wants_attention_check(study, sequence):
         check = _attention_check(study, rater)
         if check is not None:
-            with transaction.atomic():
-                return NextItem(_create(study, rater, check, sequence, now))
+            return NextItem(_create(study, rater, check, sequence, now))
 
     passed_over: list[int] = []
     assignment = _walk(enrollment, sequence, now, passed_over)
     if assignment is None:
         assignment = _after_walk(enrollment, sequence, now, passed_over)
+    if assignment is None and passed_over and not wait:
+        return NextItem(None, "busy")
     if assignment is None:
         # Items other requests held a moment ago may still have room: wait for them
         # rather than tell the rater there is nothing left.

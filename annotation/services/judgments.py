@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Judgment, Rater
@@ -20,6 +20,8 @@ class Submitted:
 
 
 def _candidate_keys(assignment: Assignment) -> list[str]:
+    if get_task_type(assignment.study.task_type).candidates[1] == 0:
+        return []  # the importer refuses candidates for this task type: nothing to query
     return list(assignment.item.candidates.order_by("position", "id").values_list("key", flat=True))
 
 
@@ -107,9 +109,12 @@ def judgment_submit(
         # Read the clock once the locks are held: a lease that ran out while
         # this request waited must count as expired.
         now = timezone.now()
-        existing = Judgment.objects.filter(assignment=locked).first()
-        if existing is not None:
-            return Submitted(existing, created=False)
+        # An assignment is marked done in the transaction that stores its judgment (here and in
+        # judgments_import), so only a done one can have one.
+        if locked.state == Assignment.State.DONE:
+            existing = Judgment.objects.filter(assignment=locked).first()
+            if existing is not None:
+                return Submitted(existing, created=False)
         study, item = locked.study, locked.item
         if rater.is_human:
             if not study.is_open:
@@ -128,23 +133,20 @@ def judgment_submit(
             and study.min_seconds_per_item > 0
             and duration_ms < study.min_seconds_per_item * 1000
         )
-        try:
-            with transaction.atomic():
-                judgment = Judgment.objects.create(
-                    assignment=locked,
-                    study=study,
-                    item=item,
-                    rater=rater,
-                    status=status,
-                    value=value,
-                    shown_order=locked.shown_order,
-                    duration_ms=duration_ms,
-                    too_fast=too_fast,
-                    attention_passed=attention_passed,
-                    provenance=provenance or {},
-                )
-        except IntegrityError:
-            return Submitted(Judgment.objects.get(assignment=locked), created=False)
+        # No second judgment can race this one: the assignment's row is locked and not done.
+        judgment = Judgment.objects.create(
+            assignment=locked,
+            study=study,
+            item=item,
+            rater=rater,
+            status=status,
+            value=value,
+            shown_order=locked.shown_order,
+            duration_ms=duration_ms,
+            too_fast=too_fast,
+            attention_passed=attention_passed,
+            provenance=provenance or {},
+        )
         locked.state = Assignment.State.DONE
         locked.save(update_fields=["state"])
         if attention_passed is False:

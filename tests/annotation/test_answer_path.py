@@ -203,3 +203,18 @@ class TestQueriesPerAnswer:
         form = {"assignment": assignment_from(page), "rating": "1", "csrfmiddlewaretoken": csrf_from(page)}
         with django_assert_max_num_queries(self.BOUND):
             assert csrf_client.post(url(big, "item"), form, **HTMX).status_code == 200
+
+
+class TestImportedAnswers:
+    def test_imported_answers_take_their_places(self, make_study):
+        from annotation.services.imported_judgments import ImportedJudgment, judgments_import
+
+        study = make_study(n_items=3, quota_per_item=2)
+        rows = [
+            ImportedJudgment(rater=name, item="item-0", value={"rating": 1}, kind="expert") for name in ("ann", "bob")
+        ] + [ImportedJudgment(rater="cat", item="item-1", value={"rating": 2}, kind="crowd")]
+        assert judgments_import(study=study, judgments=rows) == 3
+        assert _places(study) == {"item-0": 2, "item-1": 1, "item-2": 0}
+        assert places_recount(study=study) == {}
+        newcomer = enroll_crowdworker(study=study, participant_id="new")
+        assert sorted(_answer_all(newcomer)) == [1, 2]  # item-0 is full
