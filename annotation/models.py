@@ -3,8 +3,11 @@
 Every judgment, human or model, has the same shape (see ARCHITECTURE.md): who
 (a Rater), what (an Item, and for items with candidates the order they were
 shown in), the value (validated by the study's task type) and provenance.
-Counts such as "judgments per item" are always derived from these rows, never
-stored as counters that could drift.
+Counts such as "judgments per item" are derived from these rows. One count is
+stored, because handing out the next item must not count a whole study:
+``Item.places_taken``, kept exactly under the item's row lock by
+``services.assignment`` and recounted from the assignments by
+``services.assignment.places_recount`` (the load audit checks they agree).
 """
 
 import secrets
@@ -134,6 +137,10 @@ class Item(models.Model):
     metadata = models.JSONField(default=dict, blank=True, help_text="Never shown to annotators.")
     gold = models.JSONField(null=True, blank=True, help_text="Known answer, in the task type's value shape.")
     is_attention_check = models.BooleanField(default=False)
+    # How many people hold a place on this regular item: their assignments leased (expired or
+    # not, until someone releases them) or done. Written only by services.assignment, under this
+    # row's lock; 0 on attention checks, which are outside the quota.
+    places_taken = models.PositiveIntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["position", "id"]
@@ -144,7 +151,15 @@ class Item(models.Model):
                 name="item_attention_check_has_gold",
             ),
         ]
-        indexes = [models.Index(fields=["study", "is_attention_check", "position"])]
+        indexes = [
+            models.Index(fields=["study", "is_attention_check", "position"]),
+            # The regular items with room (places_taken < quota), for a rater whose walk is over.
+            models.Index(
+                fields=["study", "places_taken", "position"],
+                condition=Q(is_attention_check=False),
+                name="item_room_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.study.slug}:{self.external_id}"
@@ -204,7 +219,7 @@ class Rater(models.Model):
 
     @property
     def is_human(self) -> bool:
-        return self.kind in (self.Kind.EXPERT, self.Kind.CROWD)
+        return self.kind in HUMAN_KINDS
 
     @property
     def is_preview(self) -> bool:
@@ -222,6 +237,8 @@ def counted_raters(path: str = "rater") -> Q:
 
 
 COUNTED_KINDS = tuple(kind for kind in Rater.Kind.values if kind != Rater.Kind.PREVIEW)
+# People: the only raters who take a place under a study's quota (judges run outside it).
+HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
 
 
 class Enrollment(models.Model):
@@ -237,6 +254,10 @@ class Enrollment(models.Model):
     excluded_reason = models.CharField(max_length=200, blank=True)
     ended_early = models.BooleanField(default=False)
     declined_at = models.DateTimeField(null=True, blank=True, help_text="When the rater declined consent.")
+    # The rater's walk through the study's item positions (services.ordering.ItemWalk):
+    # how many positions it covers, fixed when it starts, and how many are behind the rater.
+    walk_span = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    walked = models.PositiveIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -286,6 +307,10 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["item", "state", "lease_expires_at"]),
             models.Index(fields=["rater", "study", "state"]),
+            # A study's open leases: the expired ones to take back, the live ones a rater may wait for.
+            models.Index(
+                fields=["study", "lease_expires_at"], condition=Q(state="leased"), name="assignment_open_lease_idx"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -12,9 +12,7 @@ from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Least
 
 from .access import owned_by
-from .models import Enrollment, Item, ItemImport, Judgment, Rater, Study, counted_raters
-
-HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
+from .models import HUMAN_KINDS, Enrollment, Item, ItemImport, Judgment, Study, counted_raters
 
 
 def _count_per_study(rows: QuerySet) -> Coalesce:
@@ -216,14 +214,11 @@ def study_progress(
 from collections import Counter as _Counter  # noqa: E402
 from collections import defaultdict as _defaultdict  # noqa: E402
 from dataclasses import dataclass as _dataclass  # noqa: E402
-from datetime import datetime as _datetime  # noqa: E402
 
 from django.db.models import Count as _Count  # noqa: E402
-from django.db.models import OuterRef as _OuterRef  # noqa: E402
 from django.db.models import Subquery as _Subquery  # noqa: E402
 from django.db.models import Value as _Value  # noqa: E402
 from django.db.models.functions import Coalesce as _Coalesce  # noqa: E402
-from django.utils import timezone as _timezone  # noqa: E402
 
 from .models import Assignment as _Assignment  # noqa: E402
 from .models import Enrollment as _Enrollment  # noqa: E402
@@ -231,8 +226,7 @@ from .models import Item as _Item  # noqa: E402
 from .models import Judgment as _Judgment  # noqa: E402
 from .models import Rater as _Rater  # noqa: E402
 from .models import Study as _Study  # noqa: E402
-from .services.assignment import holding_filter as _holding_filter  # noqa: E402
-from .services.assignment import items_short_of_quota as _items_short_of_quota  # noqa: E402
+from .services.assignment import takes_place as _takes_place  # noqa: E402
 
 
 @_dataclass(frozen=True)
@@ -268,6 +262,10 @@ def shown_item(*, assignment: _Assignment) -> ShownItem:
     return ShownItem(prompt=item.prompt, text=item.text, candidates=candidates)
 
 
+# Without a per-rater cap, the progress bar counts at most this many unseen items with room.
+PROGRESS_LOOKAHEAD = 500
+
+
 @_dataclass(frozen=True)
 class AnnotatorProgress:
     done: int
@@ -284,43 +282,41 @@ def _count_of(queryset) -> _Coalesce:
     return _Coalesce(_Subquery(counted), 0)
 
 
-def annotator_progress(*, enrollment: _Enrollment, now: _datetime | None = None) -> AnnotatorProgress:
+def annotator_progress(*, enrollment: _Enrollment) -> AnnotatorProgress:
     """Regular items this rater has judged, out of what they can expect to judge.
 
     Expected is what is still reachable: the rater's open item plus the items
-    they have not seen that still have room under the quota, capped by the
-    per-rater cap. Attention checks are left out of both numbers.
+    they have not seen that still have a free place under the quota, capped by
+    the per-rater cap. Attention checks are left out of both numbers. The items
+    with room are counted through their index and only as far as the cap (or
+    ``PROGRESS_LOOKAHEAD`` without one), so a big study costs no more than a small one.
     """
-    now = now or _timezone.now()
     study, rater = enrollment.study, enrollment.rater
+    quota = study.quota_per_item
     mine = _Assignment.objects.filter(study=study, rater=rater, item__is_attention_check=False)
-    holders = (
-        _Assignment.objects.filter(_holding_filter(now), item=_OuterRef("pk"))
-        .values("item")
-        .annotate(n=_Count("pk"))
-        .values("n")
-    )
-    unseen_with_room = (
-        _Item.objects.filter(study=study, is_attention_check=False)
-        .exclude(pk__in=mine.values("item_id"))
-        .annotate(holders=_Coalesce(_Subquery(holders), 0))
-    )
-    if not rater.is_preview:
-        # A preview is not bound by the quota (services.assignment): every unseen item is reachable.
-        unseen_with_room = unseen_with_room.filter(holders__lt=study.quota_per_item)
     done_mine = _Judgment.objects.filter(study=study, rater=rater, item__is_attention_check=False)
-    # The three counts in one round trip: this runs on every item page.
-    done, open_mine, unseen_with_room = (
+    # The counts about the rater's own rows in one round trip: this runs on every item page.
+    # A preview is not bound by the quota (services.assignment): every unseen item is reachable.
+    seen = mine if rater.is_preview else mine.filter(item__places_taken__lt=quota)
+    done, open_mine, seen_with_room = (
         _Study.objects.filter(pk=study.pk)
         .annotate(
             n_done=_count_of(done_mine),
             n_open=_count_of(mine.filter(state=_Assignment.State.LEASED)),
-            n_room=_count_of(unseen_with_room),
+            n_seen_room=_count_of(seen),
         )
-        .values_list("n_done", "n_open", "n_room")
+        .values_list("n_done", "n_open", "n_seen_room")
         .get()
     )
-    expected = done + open_mine + unseen_with_room
+    wanted = PROGRESS_LOOKAHEAD if study.per_rater_cap is None else max(0, study.per_rater_cap - done - open_mine)
+    # Items with room, read along their index only as far as needed, less the ones the rater has seen.
+    with_room = _Item.objects.filter(study=study, is_attention_check=False)
+    if rater.is_preview:
+        with_room = with_room.order_by("study", "is_attention_check", "position")
+    else:
+        with_room = with_room.filter(places_taken__lt=quota).order_by("places_taken", "position")
+    room = max(0, with_room[: wanted + seen_with_room].count() - seen_with_room) if wanted else 0
+    expected = done + open_mine + room
     if study.per_rater_cap is not None:
         expected = min(expected, study.per_rater_cap)
     return AnnotatorProgress(done=done, expected=max(expected, done))
@@ -406,9 +402,14 @@ def leaderboard_prompts(*, study: _Study) -> int:
 def study_is_full(*, study: _Study) -> bool:
     """Every regular item has all the answers its quota asks for: nothing is left for anyone, ever.
 
-    Only finished answers count; an item merely leased may still come free.
+    No regular item has a free place, and no place is held by a lease (a leased
+    item may still come free). Two index lookups, whatever the study's size.
     """
-    return not _items_short_of_quota(study=study).exists()
+    with_room = _Item.objects.filter(study=study, is_attention_check=False, places_taken__lt=study.quota_per_item)
+    leased = _Assignment.objects.filter(_takes_place(), study=study, state=_Assignment.State.LEASED).filter(
+        item__is_attention_check=False
+    )
+    return not with_room.exists() and not leased.exists()
 
 
 @_dataclass(frozen=True)

@@ -2,6 +2,7 @@
 """Load the crowdworker path under gunicorn on PostgreSQL, then audit the database.
 
     .venv/bin/python bench/load.py [--concurrency 1,8,32,64] [--submissions 300]
+    .venv/bin/python bench/load.py --items 20000 --quota 1 --submissions 1000 --bare --sizes 500,100000
 
 By default it creates a scratch database ``fb_load_<pid>`` on the PostgreSQL
 server that ``--database-url`` (or ``DATABASE_URL``; default
@@ -21,6 +22,14 @@ latency of each request type, then audits the study (``load_audit``):
 judgments stored against answers the clients saw confirmed, duplicates and
 quota violations. ``--queries`` also counts the SQL queries of each request
 type for one rater, in-process with Django's test client.
+
+``--items N`` gives every level's study N items instead. ``--bare`` serves the
+bare reference (``bench/bare.py``: the same writes in a minimal view) from
+the same server and runs each level against it too, with the same client and
+a fresh study of the same size, and prints our answers per second as a share
+of its. ``--sizes 500,100000`` first times single answers in-process (Django's
+test client, one rater, quota 1) in studies of those sizes and prints the
+per-answer cost of each against the first.
 
 Traffic goes to loopback only; every loop is bounded in count and time.
 """
@@ -71,11 +80,11 @@ def make_study(*, label: str, n_items: int, quota: int):
     return study_set_state(study=study, state="open")
 
 
-def client_study(study, base_url: str) -> ClientStudy:
+def client_study(study, base_url: str, prefix: str = "/s") -> ClientStudy:
     from annotation.task_types import get_task_type
 
     config = get_task_type(study.task_type).config(study.config)
-    return ClientStudy(base_url=base_url, entry_token=study.entry_token, points=list(config["points"]))
+    return ClientStudy(base_url=base_url, entry_token=study.entry_token, points=list(config["points"]), prefix=prefix)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -109,16 +118,30 @@ def cpu_used(before: dict[str, dict[int, float]], after: dict[str, dict[int, flo
     return {part: sum(seconds - before[part].get(pid, 0.0) for pid, seconds in after[part].items()) for part in after}
 
 
-def run_level(*, base_url: str, concurrency: int, submissions: int, quota: int, mode: str, time_limit: float, snapshot):
+def run_level(
+    *,
+    base_url: str,
+    concurrency: int,
+    submissions: int,
+    quota: int,
+    mode: str,
+    time_limit: float,
+    snapshot,
+    n_items: int | None = None,
+    prefix: str = "/s",
+):
     from bench.load_audit import audit_study
 
-    # Enough items for the answers asked for: one rater can answer each item once.
-    n_items = max(1, math.ceil(submissions / min(concurrency, quota)))
-    study = make_study(label=f"C={concurrency} {time.time():.0f}", n_items=n_items, quota=quota)
-    participants = [f"load-{os.getpid()}-c{concurrency}-r{i}" for i in range(concurrency)]
-    plan = Plan(mode=mode, deadline=time.monotonic() + time_limit)
+    # Enough items for the answers asked for (one rater can answer each item once), unless told.
+    n_items = n_items or max(1, math.ceil(submissions / min(concurrency, quota)))
+    label = "bare" if prefix != "/s" else "app"
+    study = make_study(label=f"{label} C={concurrency} {time.time():.0f}", n_items=n_items, quota=quota)
+    participants = [f"load-{os.getpid()}-{label}-c{concurrency}-r{i}" for i in range(concurrency)]
+    # Each rater stops at its share of the answers asked for, so a big study is not taken to the end.
+    share = math.ceil(submissions / concurrency) if n_items * quota > submissions else 10_000
+    plan = Plan(mode=mode, deadline=time.monotonic() + time_limit, max_submissions=share)
     before = snapshot()
-    logs, timings, wall = run_raters(client_study(study, base_url), participants, plan)
+    logs, timings, wall = run_raters(client_study(study, base_url, prefix), participants, plan)
     after = snapshot()
     cpu = cpu_used(before, after)
     return logs, timings, wall, cpu, audit_study(study_id=study.pk, logs=logs)
@@ -132,15 +155,21 @@ def _ms(values: list[float]) -> str:
 
 def print_header() -> None:
     cells = "".join(f"  {kind + ' p50/95/99 ms':>19}" for kind in SHOWN)
-    print(f"{'C':>3}  {'submits':>7}  {'subm/s':>7}{cells}  {'errors':>6}  raters done")
+    print(f"{'C':>3}  {'path':>4}  {'submits':>7}  {'subm/s':>7}{cells}  {'errors':>6}  raters done")
 
 
-def print_row(concurrency: int, logs: list[RaterLog], timings: Timings, wall: float) -> None:
+def print_row(concurrency: int, logs: list[RaterLog], timings: Timings, wall: float, *, label: str = "") -> float:
+    """Print one level's row; returns its confirmed answers per second."""
     confirmed = sum(s.outcome == "confirmed" for log in logs for s in log.submissions)
     errors = sum(log.server_errors + log.lost_responses + bool(log.error) for log in logs)
     cells = "".join(f"  {_ms(timings.samples[kind]):>19}" for kind in SHOWN)
     finished = sum(log.finished for log in logs)
-    print(f"{concurrency:>3}  {confirmed:>7}  {confirmed / wall:>7.1f}{cells}  {errors:>6}  {finished}/{len(logs)}")
+    rate = confirmed / wall
+    print(
+        f"{concurrency:>3}  {label or 'app':>4}  {confirmed:>7}  {rate:>7.1f}{cells}  {errors:>6}  "
+        f"{finished}/{len(logs)}"
+    )
+    return rate
 
 
 def print_other_timings(timings: Timings, cpu: dict[str, float], logs: list[RaterLog]) -> None:
@@ -192,6 +221,45 @@ def count_queries() -> None:
     )
 
 
+def per_answer_cost(sizes: list[int], answers: int = 150) -> None:
+    """Time single htmx answers in-process (one rater, quota 1) in studies of each size; print ms per answer."""
+    from django.test import Client
+
+    from bench.load_client import ASSIGNMENT_FIELD, percentile, rating_for
+
+    print(
+        f"per-answer cost in-process (one rater, quota 1, htmx answer = store + lease + render next; {answers} answers):"
+    )
+    first = None
+    for size in sizes:
+        built = time.perf_counter()
+        study = make_study(label=f"size {size} {time.time():.0f}", n_items=size, quota=1)
+        built = time.perf_counter() - built
+        client = Client(HTTP_HOST="127.0.0.1")
+        base = f"/s/{study.entry_token}/"
+        client.get(base, {"PROLIFIC_PID": f"size-{os.getpid()}-{size}", "STUDY_ID": "s", "SESSION_ID": "s"})
+        client.post(base + "consent/", {"decision": "agree"})
+        client.post(base + "instructions/", {})
+        page = client.get(base + "item/")
+        times = []
+        for n in range(answers + 10):
+            assignment_id = int(ASSIGNMENT_FIELD.search(page.content.decode()).group(1))
+            started = time.perf_counter()
+            page = client.post(
+                base + "item/",
+                {"assignment": assignment_id, "rating": rating_for("size", assignment_id, [0, 1, 2, 3])},
+                headers={"HX-Request": "true"},
+            )
+            if n >= 10:  # the first answers warm the caches
+                times.append(time.perf_counter() - started)
+        p50, mean = 1000 * percentile(times, 50), 1000 * sum(times) / len(times)
+        first = first or p50
+        print(
+            f"  {size:>7} items: p50 {p50:.1f} ms, mean {mean:.1f} ms per answer, "
+            f"{p50 / first:.2f}x the first size (study built in {built:.0f} s)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", default="1,8,32,64", help="comma-separated rater counts")
@@ -206,7 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="target this running server instead of starting one (loopback only)")
     parser.add_argument("--queries", action="store_true", help="also count SQL queries per request type")
     parser.add_argument("--keep-database", action="store_true", help="do not drop the scratch database")
+    parser.add_argument("--items", type=int, default=None, help="items per study (default: just enough)")
+    parser.add_argument("--bare", action="store_true", help="also run each level against the bare reference")
+    parser.add_argument("--sizes", default="", help="comma-separated study sizes for the in-process per-answer cost")
     args = parser.parse_args(argv)
+    if args.bare and args.url:
+        parser.error("--bare starts its own server: leave out --url")
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     if not args.database_url.startswith("postgres"):
         parser.error("the load harness runs on PostgreSQL: give --database-url postgres://...")
@@ -228,38 +301,50 @@ def main(argv: list[str] | None = None) -> int:
                     workers=args.workers,
                     threads=args.threads,
                     extra_env=extra_env,
+                    settings_module="bench.bare_settings" if args.bare else "funnybone.settings",
                 )
                 if not args.url
                 else None
             )
             with server or _Target(args.url) as running:
                 where = f"gunicorn -w {args.workers} -k gthread --threads {args.threads}" if server else args.url
+                size = f"{args.items} items" if args.items else "just enough items"
                 print(
                     f"Funnybone load: {where}, PostgreSQL {database_url.rsplit('/', 1)[-1]}, mode {args.mode}, "
-                    f"{args.submissions} answers per level, quota {args.quota}"
+                    f"{args.submissions} answers per level, {size}, quota {args.quota}, "
+                    f"{os.cpu_count()} CPUs (load average {os.getloadavg()[0]:.1f} at start)"
                 )
                 if args.queries:
                     count_queries()
+                if args.sizes:
+                    per_answer_cost([int(n) for n in args.sizes.split(",") if n.strip()])
                 audits = []
                 print_header()
+                paths = [("app", "/s"), ("bare", "/bare")] if args.bare else [("app", "/s")]
                 for concurrency in levels:
-                    logs, timings, wall, cpu, audit = run_level(
-                        base_url=running.url,
-                        concurrency=concurrency,
-                        submissions=args.submissions,
-                        quota=args.quota,
-                        mode=args.mode,
-                        time_limit=args.time_limit,
-                        snapshot=lambda: cpu_snapshot(running if server else None, database_name),
-                    )
-                    print_row(concurrency, logs, timings, wall)
-                    print_other_timings(timings, cpu, logs)
-                    for log in logs:
-                        if log.error:
-                            print(f"     {log.participant} stopped: {log.error}")
-                    audits.append((concurrency, audit))
-                for concurrency, audit in audits:
-                    print(f"C={concurrency}: " + "\n".join(audit.lines()))
+                    rates = {}
+                    for label, prefix in paths:
+                        logs, timings, wall, cpu, audit = run_level(
+                            base_url=running.url,
+                            concurrency=concurrency,
+                            submissions=args.submissions,
+                            quota=args.quota,
+                            mode=args.mode,
+                            time_limit=args.time_limit,
+                            snapshot=lambda: cpu_snapshot(running if server else None, database_name),
+                            n_items=args.items,
+                            prefix=prefix,
+                        )
+                        rates[label] = print_row(concurrency, logs, timings, wall, label=label if args.bare else "")
+                        print_other_timings(timings, cpu, logs)
+                        for log in logs:
+                            if log.error:
+                                print(f"     {log.participant} stopped: {log.error}")
+                        audits.append((f"{label} C={concurrency}", audit))
+                    if args.bare and rates["bare"]:
+                        print(f"     C={concurrency}: app at {100 * rates['app'] / rates['bare']:.0f}% of bare")
+                for level, audit in audits:
+                    print(f"{level}: " + "\n".join(audit.lines()))
                     failed = failed or not audit.ok
     finally:
         if scratch and not args.keep_database:

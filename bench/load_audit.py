@@ -10,7 +10,9 @@ clients' logs (``load_client.RaterLog``):
   was lost or was a 5xx ("phantom" counts any other);
 * no rater holds two assignments or judgments of one item ("duplicates");
 * no item is held (done, or leased and not expired) by more raters than the
-  quota, nor judged by more ("quota violations").
+  quota, nor judged by more ("quota violations");
+* each item's stored count of taken places (``Item.places_taken``) equals
+  the recount from its assignments ("place drift").
 
 Needs Django set up on the database the server writes to.
 """
@@ -38,6 +40,7 @@ class Audit:
     duplicate_assignments: int = 0
     over_quota_judged: list[int] = field(default_factory=list)
     over_quota_held: list[int] = field(default_factory=list)
+    place_drift: list[int] = field(default_factory=list)  # items whose places_taken disagrees with a recount
     items: int = 0
     items_full: int = 0
     quota: int = 0
@@ -52,6 +55,7 @@ class Audit:
             or self.duplicate_assignments
             or self.over_quota_judged
             or self.over_quota_held
+            or self.place_drift
         )
 
     def lines(self) -> list[str]:
@@ -65,7 +69,8 @@ class Audit:
             f"  duplicates: {self.duplicate_judgments} judgments, {self.duplicate_assignments} assignments "
             f"(same rater, same item)",
             f"  quota {self.quota}: {len(self.over_quota_judged)} items judged over quota, "
-            f"{len(self.over_quota_held)} held over quota; {self.items_full}/{self.items} items full",
+            f"{len(self.over_quota_held)} held over quota; {self.items_full}/{self.items} items full; "
+            f"place counters off their recount: {len(self.place_drift)}",
         ]
 
 
@@ -74,7 +79,7 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
     from django.utils import timezone
 
     from annotation.models import Assignment, Item, Judgment, Study
-    from annotation.services.assignment import holding_filter
+    from annotation.services.assignment import holding_filter, places_recount
 
     study = Study.objects.get(pk=study_id)
     sent = {s.assignment_id: s for log in logs for s in log.submissions}
@@ -121,6 +126,7 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
         .annotate(n=Count("id"))
     )
     audit.over_quota_held = [row["item_id"] for row in held if row["n"] > quota]
+    audit.place_drift = sorted(places_recount(study=study))
     audit.items = regular.count()
     audit.items_full = judged.filter(n__gte=quota).count()
     return audit

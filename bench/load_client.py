@@ -153,9 +153,10 @@ class Study:
     base_url: str
     entry_token: str
     points: list[int]
+    prefix: str = "/s"  # "/bare" for the bare reference (bench/bare.py)
 
     def path(self, step: str = "") -> str:
-        return f"/s/{self.entry_token}/{step + '/' if step else ''}"
+        return f"{self.prefix}/{self.entry_token}/{step + '/' if step else ''}"
 
 
 @dataclass

@@ -113,12 +113,16 @@ def gunicorn(
     workers: int = 2,
     threads: int = 8,
     extra_env: dict[str, str] | None = None,
+    settings_module: str = "funnybone.settings",
 ) -> Iterator[Server]:
-    """Run ``gunicorn funnybone.wsgi`` on a free loopback port until the block ends."""
+    """Run ``gunicorn funnybone.wsgi`` on a free loopback port until the block ends.
+
+    ``settings_module`` ``bench.bare_settings`` also mounts the bare reference (``bench/bare.py``).
+    """
     port = free_port()
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "funnybone.settings",
+        "DJANGO_SETTINGS_MODULE": settings_module,
         "DATABASE_URL": database_url,
         "DEBUG": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",

@@ -1,30 +1,51 @@
 """Handing items to raters.
 
-Guarantees: an item is never held (leased or done) by more raters than the
+Guarantees: an item is never held (leased or done) by more people than the
 study's quota; a rater never gets the same item twice; a lease expires so an
 abandoned item is handed out again; a returning rater resumes their current
-item. Safe under concurrency: on PostgreSQL the candidate item row is locked
-with ``SELECT ... FOR UPDATE SKIP LOCKED`` before its holders are counted; on
+item. Safe under concurrency: on PostgreSQL an item's row is locked with
+``SELECT ... FOR UPDATE SKIP LOCKED`` before its places are read and taken; on
 SQLite the settings open every transaction with ``BEGIN IMMEDIATE``, which
 serialises writers.
+
+The cost of finding the next item does not grow with the study. Each regular
+item keeps how many places are taken (``Item.places_taken``: people's
+assignments that are leased or done), changed only under the item's row lock.
+A lease holds its place until it is released: an expired lease is released
+lazily, by the first request that wants the place (a rater whose walk meets
+the item, or a late answer), under the same lock; until then its rater may
+come back and carry on. Each rater walks the item positions in their own
+reproducible order (``ordering.ItemWalk``); ``Enrollment.walked`` says how far,
+so the next items are a lookup of a few positions in the item index. When the
+walk is over, items that came free behind it are found through the index of
+items with room and the index of open leases.
 
 Lock order, here and in ``judgments.judgment_submit``: the rater's enrollment,
 then an item, then an assignment. Locks name their own table (``of=("self",)``):
 a bare ``select_for_update()`` with ``select_related`` would also lock the
-joined study row and serialise every rater of the study.
+joined study row and serialise every rater of the study. Another rater's
+expired lease is locked with SKIP LOCKED: if its rater is answering it right
+now, it keeps its place.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ..models import Assignment, Enrollment, Item, Rater, Study, counted_raters
+from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Rater, Study
 from ..task_types import get_task_type
-from .ordering import candidate_rng, item_sort_key
+from .ordering import ItemWalk, candidate_rng
+
+# Walk steps looked up per query: one query usually finds an item; a nearly full study takes a few.
+WALK_BATCH = 64
+# Items with room (or with an expired lease) read at once once the walk is over.
+AFTER_WALK_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -41,33 +62,24 @@ def _lease_seconds() -> int:
     return settings.FUNNYBONE_LEASE_SECONDS
 
 
-def holding_filter(now: datetime) -> Q:
-    """Assignments that count against an item's quota: done, or leased and not expired.
+def takes_place(path: str = "rater") -> Q:
+    """Whose assignments take a place under the quota: people's. Judges and previews never do."""
+    return Q(**{f"{path}__kind__in": HUMAN_KINDS})
 
-    A researcher's preview never takes a place from a participant.
+
+def holding_filter(now: datetime) -> Q:
+    """Assignments that hold an item now: done, or leased and not expired, by a person.
+
+    An expired lease not yet released still counts in ``Item.places_taken``
+    (it is released when someone wants the place), so places_taken >= holders.
     """
     held = Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
-    return held & counted_raters()
+    return held & takes_place()
 
 
-def _holding_items(now: datetime) -> Q:
-    """``holding_filter`` seen from Item, for counting an item's holders in a join."""
-    held = Q(assignments__state=Assignment.State.DONE) | Q(
-        assignments__state=Assignment.State.LEASED, assignments__lease_expires_at__gt=now
-    )
-    return held & counted_raters("assignments__rater")
-
-
-def _bound_by_quota(rater: Rater) -> bool:
-    # A preview walks through every item whatever the quota: it holds no place (see holding_filter).
-    return not rater.is_preview
-
-
-def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) -> int:
-    qs = Assignment.objects.filter(item_id=item_id).filter(holding_filter(now))
-    if exclude_id is not None:
-        qs = qs.exclude(pk=exclude_id)
-    return qs.count()
+def _takes_place(rater: Rater) -> bool:
+    # A preview walks through every item whatever the quota and holds no place; nor do judges.
+    return rater.is_human
 
 
 def _candidate_order(study: Study, rater: Rater, item: Item, trial: int = 0) -> list[str]:
@@ -85,43 +97,75 @@ def _lock_item(item_id: int, *, wait: bool = False) -> Item | None:
     return Item.objects.select_for_update(skip_locked=not wait).filter(pk=item_id).first()
 
 
-def _renew(assignment: Assignment, now: datetime) -> Assignment:
-    assignment.state = Assignment.State.LEASED
-    assignment.leased_at = now
-    assignment.lease_expires_at = now + timedelta(seconds=_lease_seconds())
-    assignment.save(update_fields=["state", "leased_at", "lease_expires_at"])
-    return assignment
+def _expired_leases(now: datetime) -> Q:
+    return Q(state=Assignment.State.LEASED, lease_expires_at__lte=now) & takes_place()
+
+
+def release_expired(item: Item, now: datetime) -> int:
+    """Give back the places of the item's expired leases; the caller holds the item's row lock.
+
+    A lease whose rater is answering it right now (its row is locked) keeps its place.
+    Updates ``item.places_taken`` in memory too. Returns how many were released.
+    """
+    expired = list(
+        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(_expired_leases(now), item_id=item.pk)
+        .values_list("pk", flat=True)
+    )
+    if not expired:
+        return 0
+    Assignment.objects.filter(pk__in=expired).update(state=Assignment.State.RELEASED)
+    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") - len(expired))
+    item.places_taken -= len(expired)
+    return len(expired)
+
+
+def take_place(item: Item, quota: int, now: datetime) -> bool:
+    """Take one of the locked item's places if one is free (after releasing expired leases)."""
+    if item.places_taken >= quota:
+        release_expired(item, now)
+    if item.places_taken >= quota:
+        return False
+    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") + 1)
+    item.places_taken += 1
+    return True
+
+
+def places_add(assignments: list[Assignment]) -> None:
+    """Count the places that assignments written elsewhere (imported answers, done) take.
+
+    Only people's assignments of regular items take one. Items already full
+    stay full (an import may bring more answers than the quota; nothing new is
+    handed out for them).
+    """
+    per_item = Counter(a.item_id for a in assignments if a.rater.kind in HUMAN_KINDS and not a.item.is_attention_check)
+    by_count: dict[int, list[int]] = {}
+    for item_id, n in per_item.items():
+        by_count.setdefault(n, []).append(item_id)
+    for n, item_ids in by_count.items():
+        Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
 
 
 def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
-    """The rater's open assignment, renewed if still possible, released if not."""
+    """The rater's open assignment, renewed if it has expired but still holds its place."""
     current = (
         Assignment.objects.filter(study=enrollment.study, rater=enrollment.rater, state=Assignment.State.LEASED)
         .select_related("item")
         .order_by("sequence")
         .first()
     )
-    if current is None:
-        return None
-    if current.lease_expires_at > now:
+    if current is None or current.lease_expires_at > now:
         return current
-    savepoint = transaction.savepoint_create()
-    # Wait for the item rather than skip it: skipping would lease the rater a
-    # second item while this one stays theirs.
-    _lock_item(current.item_id, wait=True)
-    if (
-        current.item.is_attention_check
-        or not _bound_by_quota(enrollment.rater)
-        or item_holders(current.item_id, now, exclude_id=current.pk) < enrollment.study.quota_per_item
-    ):
-        renewed = _renew(current, now)
-        transaction.savepoint_commit(savepoint)
-        return renewed
-    # Let go of the item's lock before looking for another one (see _lease_if_room).
-    transaction.savepoint_rollback(savepoint)
-    current.state = Assignment.State.RELEASED
-    current.save(update_fields=["state"])
-    return None
+    # Expired but not released: it still holds its place. Renew it unless someone released it
+    # meanwhile (release_expired locks it first, so this update then waits and finds it released).
+    expires = now + timedelta(seconds=_lease_seconds())
+    renewed = Assignment.objects.filter(pk=current.pk, state=Assignment.State.LEASED).update(
+        leased_at=now, lease_expires_at=expires
+    )
+    if not renewed:
+        return None
+    current.leased_at, current.lease_expires_at = now, expires
+    return current
 
 
 def _wants_attention_check(study: Study, sequence: int) -> bool:
@@ -143,7 +187,7 @@ def _lease_if_room(
     """
     savepoint = transaction.savepoint_create()
     item = _lock_item(item_id, wait=wait)
-    if item is not None and (not _bound_by_quota(rater) or item_holders(item_id, now) < study.quota_per_item):
+    if item is not None and (not _takes_place(rater) or take_place(item, study.quota_per_item, now)):
         assignment = _create(study, rater, item, sequence, now)
         transaction.savepoint_commit(savepoint)
         return assignment, False
@@ -163,18 +207,24 @@ def _create(study: Study, rater: Rater, item: Item, sequence: int, now: datetime
     )
 
 
-def next_assignment(*, enrollment: Enrollment, now: datetime | None = None) -> NextItem:
-    """The rater's current item, or a newly leased one, or the reason there is none."""
+def next_assignment(*, enrollment: Enrollment, now: datetime | None = None, wait: bool = True) -> NextItem:
+    """The rater's current item, or a newly leased one, or the reason there is none.
+
+    ``wait=False`` is for a caller that already holds an item's lock in the same
+    transaction (the answer just stored): rather than wait for an item another
+    request holds, which could deadlock, it returns the reason "busy" and the
+    caller asks again once its transaction has ended.
+    """
     now = now or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         # One request at a time per rater: a double click cannot lease two items.
         locked = (
             Enrollment.objects.select_for_update(of=("self",)).select_related("study", "rater").get(pk=enrollment.pk)
         )
-        return _next_assignment(locked, now)
+        return _next_assignment(locked, now, wait=wait)
 
 
-def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
+def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool) -> NextItem:
     study, rater = enrollment.study, enrollment.rater
     if enrollment.ended_early:
         return NextItem(None, "ended")
@@ -185,71 +235,179 @@ def _next_assignment(enrollment: Enrollment, now: datetime) -> NextItem:
         return NextItem(None, "closed")
 
     mine = Assignment.objects.filter(study=study, rater=rater)
+    counts = {"sequence": Count("pk")}
     if study.per_rater_cap is not None:
-        done_regular = mine.filter(state=Assignment.State.DONE, item__is_attention_check=False).count()
-        if done_regular >= study.per_rater_cap:
-            return NextItem(None, "cap_reached")
-    seen = set(mine.values_list("item_id", flat=True))
-    sequence = len(seen)
+        done_regular = Q(state=Assignment.State.DONE, item__is_attention_check=False)
+        counts["done_regular"] = Count("pk", filter=done_regular)
+    counted = mine.aggregate(**counts)
+    if study.per_rater_cap is not None and counted["done_regular"] >= study.per_rater_cap:
+        return NextItem(None, "cap_reached")
+    sequence = counted["sequence"]
 
     if _wants_attention_check(study, sequence):
-        checks = Item.objects.filter(study=study, is_attention_check=True).exclude(pk__in=seen)
-        check = min(
-            checks.values_list("pk", "position"),
-            key=lambda row: item_sort_key(study=study, rater_id=rater.pk, item_id=row[0], position=row[1]),
-            default=None,
-        )
+        check = _attention_check(study, rater)
         if check is not None:
-            with transaction.atomic():
-                return NextItem(_create(study, rater, Item.objects.get(pk=check[0]), sequence, now))
+            return NextItem(_create(study, rater, check, sequence, now))
 
-    # Items with room under the quota, their holders counted in the same query.
-    rows = Item.objects.filter(study=study, is_attention_check=False)
-    if _bound_by_quota(rater):
-        rows = rows.annotate(held=Count("assignments", filter=_holding_items(now))).filter(
-            held__lt=study.quota_per_item
-        )
-    rows = rows.values_list("pk", "position")
-    open_items = sorted(
-        (row for row in rows if row[0] not in seen),
-        key=lambda row: item_sort_key(study=study, rater_id=rater.pk, item_id=row[0], position=row[1]),
-    )
-    passed_over = []
-    for item_id, _position in open_items:
-        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
-        if assignment is not None:
-            return NextItem(assignment)
-        if busy:
-            passed_over.append(item_id)
-    # Items other requests held a moment ago may still have room: wait for them
-    # rather than tell the rater there is nothing left.
-    for item_id in passed_over:
-        assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
-        if assignment is not None:
-            return NextItem(assignment)
-    if _bound_by_quota(rater) and _may_free_up(study, rater):
+    passed_over: list[int] = []
+    assignment = _walk(enrollment, sequence, now, passed_over)
+    if assignment is None:
+        assignment = _after_walk(enrollment, sequence, now, passed_over)
+    if assignment is None and passed_over and not wait:
+        return NextItem(None, "busy")
+    if assignment is None:
+        # Items other requests held a moment ago may still have room: wait for them
+        # rather than tell the rater there is nothing left.
+        for item_id in passed_over:
+            assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
+            if assignment is not None:
+                break
+    if assignment is not None:
+        return NextItem(assignment)
+    if _takes_place(rater) and _may_free_up(study, rater, now):
         # Not finished: squatters' leases run out, and the rater must be there to take the items.
         return NextItem(None, "waiting")
     return NextItem(None, "exhausted")
 
 
-def items_short_of_quota(*, study: Study) -> QuerySet[Item]:
-    """Regular items with fewer finished answers than the quota: work that someone may still do.
+def _attention_check(study: Study, rater: Rater) -> Item | None:
+    """The rater's next unseen attention check: the first in their walk order (checks are few)."""
+    seen = Assignment.objects.filter(rater=rater, item=OuterRef("pk"))
+    checks = list(
+        Item.objects.filter(study=study, is_attention_check=True).filter(~Exists(seen)).values_list("pk", "position")
+    )
+    if not checks:
+        return None
+    walk = ItemWalk(study=study, rater_id=rater.pk, span=1 + max(position for _pk, position in checks))
+    pk, _position = min(checks, key=lambda row: (walk.step_of(row[1]), row[0]))
+    return Item.objects.get(pk=pk)
 
-    Leases do not count here: a leased item comes free again when its lease runs out.
+
+def _open_items(study: Study, rater: Rater, now: datetime, *, lapsed: bool = True) -> QuerySet[Item]:
+    """Regular items the rater has not seen that have room for them.
+
+    With ``lapsed``, also full ones that an expired lease would free; without,
+    the query can be a range of the index of items with room.
     """
-    done = Q(assignments__state=Assignment.State.DONE) & counted_raters("assignments__rater")
+    rows = Item.objects.filter(study=study, is_attention_check=False).filter(
+        ~Exists(Assignment.objects.filter(rater=rater, item=OuterRef("pk")))
+    )
+    if not _takes_place(rater):
+        return rows
+    if not lapsed:
+        return rows.filter(places_taken__lt=study.quota_per_item)
+    expired = Assignment.objects.filter(_expired_leases(now), item=OuterRef("pk"))
+    return rows.filter(Q(places_taken__lt=study.quota_per_item) | Exists(expired))
+
+
+def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int]) -> Assignment | None:
+    """Lease the first open item on the rest of the rater's walk, a batch of positions per query."""
+    study, rater = enrollment.study, enrollment.rater
+    if enrollment.walk_span == 0:
+        last = (
+            Item.objects.filter(study=study, is_attention_check=False)
+            .order_by("-position")
+            .values_list("position", flat=True)
+            .first()
+        )
+        if last is None:
+            return None
+        enrollment.walk_span = last + 1
+        Enrollment.objects.filter(pk=enrollment.pk).update(walk_span=enrollment.walk_span)
+    walk = ItemWalk(study=study, rater_id=rater.pk, span=enrollment.walk_span)
+    start = step = enrollment.walked
+    found = None
+    while found is None and step < walk.steps:
+        batch = walk.positions(step, WALK_BATCH)
+        step = min(step + WALK_BATCH, walk.steps)
+        if not batch:
+            continue
+        step_at = {position: s for s, position in batch}
+        rows = _open_items(study, rater, now).filter(position__in=list(step_at)).values_list("pk", "position")
+        for item_id, position in sorted(rows, key=lambda row: (step_at[row[1]], row[0])):
+            found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
+            if found is not None:
+                step = step_at[position] + 1
+                break
+            if busy:
+                passed_over.append(item_id)
+    if step != start:
+        enrollment.walked = step
+        Enrollment.objects.filter(pk=enrollment.pk).update(walked=step)
+    return found
+
+
+def _after_walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int]) -> Assignment | None:
+    """Once the walk is over: items that came free behind it, or were added after it began, in walk order.
+
+    Read through the index of items with room and the index of open leases,
+    so the cost follows the items left, not the study's size.
+    """
+    study, rater = enrollment.study, enrollment.rater
+    open_items = _open_items(study, rater, now, lapsed=False)
+    rows = set(open_items.order_by("places_taken", "position").values_list("pk", "position")[:AFTER_WALK_BATCH])
+    if _takes_place(rater):
+        # Full items whose places an expired lease still holds (not in the room index).
+        lapsed = (
+            Assignment.objects.filter(_expired_leases(now), study=study, item__is_attention_check=False)
+            .exclude(item__in=Assignment.objects.filter(study=study, rater=rater).values("item_id"))
+            .values_list("item_id", "item__position")
+        )
+        rows.update(lapsed[:AFTER_WALK_BATCH])
+    if not rows:
+        return None
+    walk = ItemWalk(study=study, rater_id=rater.pk, span=max(enrollment.walk_span, 1))
+
+    def walk_order(row: tuple[int, int]) -> tuple[int, int, int]:
+        # Positions beyond the walk (items added since it began) come after it, as listed.
+        inside = row[1] < walk.span
+        return (0 if inside else 1, walk.step_of(row[1]) if inside else row[1], row[0])
+
+    for item_id, _position in sorted(rows, key=walk_order):
+        if item_id in passed_over:
+            continue
+        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
+        if assignment is not None:
+            return assignment
+        if busy:
+            passed_over.append(item_id)
+    return None
+
+
+def _may_free_up(study: Study, rater: Rater, now: datetime) -> bool:
+    """Whether an item the rater has not seen is leased to someone else, so it may come free.
+
+    Read through the index of open leases: it follows the raters at work, not the study's size.
+    """
+    mine = Assignment.objects.filter(study=study, rater=rater).values("item_id")
     return (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(done=Count("assignments", filter=done))
-        .filter(done__lt=study.quota_per_item)
+        Assignment.objects.filter(takes_place(), study=study, state=Assignment.State.LEASED)
+        .filter(item__is_attention_check=False)
+        .exclude(item__in=mine)
+        .exists()
     )
 
 
-def _may_free_up(study: Study, rater: Rater) -> bool:
-    """Whether an item the rater has not seen is still short of its quota in finished answers."""
-    mine = Assignment.objects.filter(study=study, rater=rater).values("item_id")
-    return items_short_of_quota(study=study).exclude(pk__in=mine).exists()
+def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, int]]:
+    """Recount each regular item's places from its assignments: {item id: (stored, recounted)} where they differ.
+
+    The counter is written only under the item's lock, so this should always be
+    empty; ``fix`` writes the recounted values (run it with the study closed).
+    """
+    held = Q(assignments__state__in=[Assignment.State.LEASED, Assignment.State.DONE]) & takes_place(
+        "assignments__rater"
+    )
+    rows = (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(recounted=Coalesce(Count("assignments", filter=held), 0))
+        .exclude(places_taken=F("recounted"))
+        .values_list("pk", "places_taken", "recounted")
+    )
+    drift = {pk: (stored, recounted) for pk, stored, recounted in rows}
+    if fix:
+        for pk, (_stored, recounted) in drift.items():
+            Item.objects.filter(pk=pk).update(places_taken=recounted)
+    return drift
 
 
 def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int = 0) -> Assignment:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..task_types import get_task_type
+from .assignment import places_add
 from .judgments import apply_attention_policy
 from .studies import ImportErrors
 
@@ -122,6 +123,7 @@ def judgments_import(*, study: Study, judgments: Iterable[ImportedJudgment]) -> 
             )
             for n, row in enumerate(rows)
         )
+        places_add(assignments)
         passed = [_attention(study, a.item, v) for a, v in zip(assignments, values, strict=True)]
         Judgment.objects.bulk_create(
             Judgment(

@@ -1,16 +1,17 @@
 """Recording judgments: validated, exactly once per assignment."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
-from .assignment import item_holders
+from .assignment import take_place
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class Submitted:
 
 
 def _candidate_keys(assignment: Assignment) -> list[str]:
+    if get_task_type(assignment.study.task_type).candidates[1] == 0:
+        return []  # the importer refuses candidates for this task type: nothing to query
     return list(assignment.item.candidates.order_by("position", "id").values_list("key", flat=True))
 
 
@@ -57,8 +60,10 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
 
     For a person: their enrollment first (one request per rater at a time; it
     is written when a check fails), then the assignment together with its item
-    row, which next_assignment also locks before counting an item's holders, so
-    a late answer and a new lease cannot both take an item's last place. Both
+    row, which next_assignment also locks before taking one of the item's
+    places, so a late answer and a new lease cannot both take an item's last
+    place. Another rater's request locks this assignment only with SKIP LOCKED
+    (releasing an expired lease), so it never waits for it here. Both
     rows in one statement is safe: any other request that locks this
     assignment and something more holds the rater's enrollment first. A model
     judge is not bound by the quota and only needs its assignment.
@@ -68,6 +73,17 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
         Enrollment.objects.select_for_update().filter(study_id=assignment.study_id, rater=rater).first()
         rows = ("self", "item")
     return Assignment.objects.select_for_update(of=rows).select_related("study", "item").get(pk=assignment.pk)
+
+
+def _place_for_answer(locked: Assignment, now: datetime) -> bool:
+    """Whether a person's answer may be stored: its lease still holds a place, or a free one is taken now.
+
+    A released lease gave its place back; the answer takes one again if the
+    item has room. Attention checks are outside the quota.
+    """
+    if locked.state != Assignment.State.RELEASED or locked.item.is_attention_check:
+        return True
+    return take_place(locked.item, locked.study.quota_per_item, now)
 
 
 def judgment_submit(
@@ -82,8 +98,9 @@ def judgment_submit(
     """Store the one judgment of an assignment.
 
     A second submission for the same assignment (a double click, a resent
-    form) returns the stored judgment unchanged. A human whose lease expired
-    may still submit while the item has room under its quota.
+    form) returns the stored judgment unchanged. A person whose lease expired
+    still holds its place until someone else's request releases it; after
+    that, the answer is taken only while the item has a free place again.
     """
     if assignment.rater_id != rater.pk:
         raise PermissionDenied("This assignment belongs to another rater.")
@@ -93,19 +110,17 @@ def judgment_submit(
         # Read the clock once the locks are held: a lease that ran out while
         # this request waited must count as expired.
         now = timezone.now()
-        existing = Judgment.objects.filter(assignment=locked).first()
-        if existing is not None:
-            return Submitted(existing, created=False)
+        # An assignment is marked done in the transaction that stores its judgment (here and in
+        # judgments_import), so only a done one can have one.
+        if locked.state == Assignment.State.DONE:
+            existing = Judgment.objects.filter(assignment=locked).first()
+            if existing is not None:
+                return Submitted(existing, created=False)
         study, item = locked.study, locked.item
         if rater.is_human:
             if not study.is_open:
                 raise ValidationError(gettext("This study is closed."))
-            expired = locked.state != Assignment.State.LEASED or locked.lease_expires_at <= now
-            if (
-                expired
-                and not item.is_attention_check
-                and item_holders(item.pk, now, exclude_id=locked.pk) >= study.quota_per_item
-            ):
+            if not _place_for_answer(locked, now):
                 raise ValidationError(
                     gettext("This item was handed to someone else after a long pause; here is the next one.")
                 )
@@ -121,23 +136,20 @@ def judgment_submit(
             and study.min_seconds_per_item > 0
             and duration_ms < study.min_seconds_per_item * 1000
         )
-        try:
-            with transaction.atomic():
-                judgment = Judgment.objects.create(
-                    assignment=locked,
-                    study=study,
-                    item=item,
-                    rater=rater,
-                    status=status,
-                    value=value,
-                    shown_order=locked.shown_order,
-                    duration_ms=duration_ms,
-                    too_fast=too_fast,
-                    attention_passed=attention_passed,
-                    provenance=provenance or {},
-                )
-        except IntegrityError:
-            return Submitted(Judgment.objects.get(assignment=locked), created=False)
+        # No second judgment can race this one: the assignment's row is locked and not done.
+        judgment = Judgment.objects.create(
+            assignment=locked,
+            study=study,
+            item=item,
+            rater=rater,
+            status=status,
+            value=value,
+            shown_order=locked.shown_order,
+            duration_ms=duration_ms,
+            too_fast=too_fast,
+            attention_passed=attention_passed,
+            provenance=provenance or {},
+        )
         locked.state = Assignment.State.DONE
         locked.save(update_fields=["state"])
         if attention_passed is False:

@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -391,20 +392,26 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     if (step := _step(enrollment)) != "item":
         return _to_step(request, study, step)
 
-    error, posted, failed_pk = "", None, None
+    error, posted, failed_pk, nxt = "", None, None, None
     if request.method == "POST":
         assignment = _posted_assignment(request, enrollment)
         try:
             value = value_from_form(assignment=assignment, data=request.POST)
-            # A second submit of the same assignment returns the stored judgment: nothing to do.
-            judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
+            # The answer and the next item in one transaction: one commit per answer.
+            with transaction.atomic():
+                # A second submit of the same assignment returns the stored judgment: nothing to do.
+                judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
+                if request.htmx:
+                    nxt = next_assignment(enrollment=enrollment, wait=False)
         except ValidationError as exc:
             error, posted, failed_pk = " ".join(exc.messages), request.POST, assignment.pk
         else:
             if not request.htmx:
                 return redirect("annotator:item", study.entry_token)
 
-    nxt = next_assignment(enrollment=enrollment)
+    if nxt is None or nxt.reason == "busy":
+        # Asked afresh, outside the answer's transaction: free to wait for an item another request holds.
+        nxt = next_assignment(enrollment=enrollment)
     if nxt.assignment is None:
         if nxt.reason in FINISHED:
             enrollment_complete(enrollment=enrollment)

@@ -455,17 +455,17 @@ class TestForcedInterleavings:
             return nxt
 
         newcomer = Interleave(lease_and_answer)
-        counted = judgments.item_holders
+        checked = judgments._place_for_answer
 
-        def count_then_let_the_newcomer_in(*args, **kwargs):
-            holders = counted(*args, **kwargs)
+        def check_then_let_the_newcomer_in(*args, **kwargs):
+            has_place = checked(*args, **kwargs)
             newcomer.until_blocked_or_done()
-            return holders
+            return has_place
 
-        monkeypatch.setattr(judgments, "item_holders", count_then_let_the_newcomer_in)
+        monkeypatch.setattr(judgments, "_place_for_answer", check_then_let_the_newcomer_in)
         late = judgments.judgment_submit(assignment=stale, rater=slow.rater, value={"rating": 2})
-        # The late answer held the item while it counted, so the newcomer waited
-        # for it and then found the item full.
+        # The late answer held the item while it checked its place, so the newcomer
+        # waited for it and then found the item full.
         assert late.created
         assert newcomer.join().reason == "exhausted"
         assert list(Judgment.objects.filter(item=stale.item).values_list("rater", flat=True)) == [slow.rater.pk]
