@@ -52,6 +52,9 @@ class StudyTemplate:
     importer: Importer | None = None
     # The columns the importer reads, for the import page and the docs.
     columns: str = ""
+    # The built-in judge prompt (judging/prompts/builtin.py) that asks this study's question; a judge
+    # without a pinned template uses it on the study. Empty: the task type's default asks it already.
+    judge_template: str = ""
 
 
 TEMPLATES: dict[str, StudyTemplate] = {}
@@ -74,6 +77,12 @@ def get_template(key: str) -> StudyTemplate:
 
 def template_of(study: Study) -> StudyTemplate | None:
     return TEMPLATES.get(study.protocol)
+
+
+def protocol_judge_template(protocol: str) -> str:
+    """The built-in judge prompt a study made from template ``protocol`` asks by default ("" for the type's own)."""
+    found = TEMPLATES.get(protocol)
+    return found.judge_template if found else ""
 
 
 def study_from_template(

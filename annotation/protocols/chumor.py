@@ -270,6 +270,7 @@ register_template(
         },
         analyses={"reference": "passers", "breakdowns": ["source", "joke_types"], "joke_types": list(JOKE_TYPES)},
         importer=explanation_importer,
+        judge_template="explanation-quality",
         columns="joke_id, joke, explanation, source, joke_types[, annotator, label][, explanation_id]",
     )
 )
@@ -304,6 +305,7 @@ register_template(
         },
         analyses={"majority": "undecided when all three differ", "sources": [HUMAN, LLM]},
         importer=preference_importer,
+        judge_template="explanation-preference",
         columns="joke_id, joke, human_explanation, llm_explanation[, joke_types, annotator, choice, shown_first]",
     )
 )

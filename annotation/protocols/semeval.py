@@ -342,6 +342,7 @@ register_template(
         },
         analyses=ANALYSES,
         importer=import_graded_edits,
+        judge_template="edited-headline-grade",
         columns=GRADING_COLUMNS,
     )
 )

@@ -66,7 +66,9 @@ def run_create(
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
-    template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
+    template = (
+        None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type, protocol=study.protocol)
+    )
     item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
     if not item_list:
         raise ValidationError("The study has no items to judge.")
