@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Assignment, Item, Judgment, Study
+from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
 from annotation.services.assignment import assignment_for_judge
 from annotation.task_types import Level, get_task_type
 
@@ -38,7 +38,6 @@ from .templates import judge_template
 
 logger = logging.getLogger(__name__)
 
-SWAPPED_TRIAL_OFFSET = 1000
 CANCEL_CHECK_SECONDS = 0.5
 
 
