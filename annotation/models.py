@@ -281,6 +281,16 @@ class Invitation(models.Model):
         return f"invitation to {self.study} for {self.email or 'anyone'}"
 
 
+#: A judge asked in both orders answers trial t twice; the second (B/A) order is stored as assignment trial
+#: ``SWAPPED_TRIAL_OFFSET + t`` so that (rater, item, trial) stays unique. Only storage sees the offset.
+SWAPPED_TRIAL_OFFSET = 1000
+
+
+def trial_as_set(stored_trial: int) -> int:
+    """The trial as the researcher set it (0 … trials−1) from an assignment's stored trial, either order."""
+    return stored_trial % SWAPPED_TRIAL_OFFSET
+
+
 class Assignment(models.Model):
     """An item handed to a rater, with the lease and the order candidates were shown in."""
 

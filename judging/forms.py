@@ -95,7 +95,12 @@ class JudgeForm(EndpointForm):
             offered = {str(t.pk): t for t in [*own, *shared, pinned.get(task_type)] if t and t.task_type == task_type}
             self._offered[task_type] = offered
             current = pinned.get(task_type)
-            choices = [("", f"(default: {default_template_name(task_type) or 'none'}, built in)")]
+            choices = [
+                (
+                    "",
+                    f"(default: {default_template_name(task_type) or 'none'}, built in; a protocol study asks its own)",
+                )
+            ]
             choices += [(pk, _template_label(t, pinned=t == current)) for pk, t in offered.items()]
             self.fields[f"template_{task_type}"] = forms.ChoiceField(
                 choices=choices,

@@ -18,9 +18,14 @@ from .selectors import Progress
 class GenerationProgress(Progress):
     generated: int
     failed: int
+    truncated: int
     tokens: int
     seconds: float
     per_generator: list[dict[str, Any]] = field(default_factory=list)
+
+
+#: A candidate the model stopped writing because it reached max_tokens (see ``is_truncated``).
+TRUNCATED = Q(provenance__truncated=True)
 
 
 def generation_candidates(*, run: GenerationRun):
@@ -42,10 +47,13 @@ def generation_progress(*, run: GenerationRun) -> GenerationProgress:
         .annotate(total=Count("id"), generated=Count("id", filter=done), failed=Count("id", filter=failed))
         .order_by("generator__name")
     )
-    tokens = generation_candidates(run=run).aggregate(
+    written = generation_candidates(run=run)
+    tokens = written.aggregate(
         prompt=Sum(Cast(KT("provenance__tokens__prompt"), IntegerField())),
         completion=Sum(Cast(KT("provenance__tokens__completion"), IntegerField())),
+        truncated=Count("id", filter=TRUNCATED),
     )
+    truncated_by = dict(written.filter(TRUNCATED).values_list("key").annotate(n=Count("id")).values_list("key", "n"))
     end = run.finished_at or timezone.now()
     return GenerationProgress(
         run=run.pk,
@@ -56,13 +64,23 @@ def generation_progress(*, run: GenerationRun) -> GenerationProgress:
         in_progress=units["in_progress"],
         generated=units["generated"],
         failed=units["failed"],
+        truncated=tokens["truncated"],
         tokens=(tokens["prompt"] or 0) + (tokens["completion"] or 0),
         seconds=round((end - run.created_at).total_seconds(), 2),
         per_generator=[
-            {"generator": row["generator__name"], **{k: row[k] for k in ("total", "generated", "failed")}}
+            {
+                "generator": row["generator__name"],
+                **{k: row[k] for k in ("total", "generated", "failed")},
+                "truncated": truncated_by.get(row["generator__name"], 0),
+            }
             for row in per_generator
         ],
     )
+
+
+def truncated_candidates(*, run: GenerationRun, limit: int = 20) -> list[Candidate]:
+    """The first ``limit`` candidates of this run that the model cut off at max_tokens, for the run page."""
+    return list(generation_candidates(run=run).filter(TRUNCATED).select_related("item").order_by("pk")[:limit])
 
 
 def generation_summary(*, run: GenerationRun) -> dict[str, Any]:
@@ -74,6 +92,7 @@ def generation_summary(*, run: GenerationRun) -> dict[str, Any]:
         "units": p.total,
         "generated": p.generated,
         "failed": p.failed,
+        "truncated": p.truncated,
         "tokens": p.tokens,
         "seconds": p.seconds,
     }

@@ -13,7 +13,7 @@ from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.views.researcher import researcher_required
 
 from .forms import GenerationForm, GeneratorForm
-from .generation_selectors import generation_progress
+from .generation_selectors import generation_progress, truncated_candidates
 from .models import GenerationRun, GeneratorConfig, UnitStatus
 from .services.generation import (
     generation_run_cancel,
@@ -86,7 +86,12 @@ def generation_new(request: HttpRequest, study_pk: int) -> HttpResponse:
 
 def _generation_page(request: HttpRequest, run: GenerationRun) -> HttpResponse:
     failures = run.units.filter(status=UnitStatus.FAILED).select_related("item", "generator").order_by("pk")[:20]
-    context = {"run": run, "progress": generation_progress(run=run), "failures": failures}
+    context = {
+        "run": run,
+        "progress": generation_progress(run=run),
+        "failures": failures,
+        "truncated": truncated_candidates(run=run),
+    }
     return _progress_page(request, "judging/generation_detail.html", context)
 
 

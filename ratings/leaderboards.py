@@ -12,7 +12,7 @@ else its key). The seed is the study's own seed. The numbers come from
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from annotation.models import Candidate, Judgment, Study
@@ -65,9 +65,11 @@ def verdict_from(
     return MatchVerdict(first, second, score, match=str(item_id), shown_first=shown_first, features=features or {})
 
 
-def judge_verdicts(*, study: Study, rater_ids: Iterable[int] | None = None) -> dict[int, list[MatchVerdict]]:
-    """Per judge rater (LLM or baseline): the verdicts that count (see the module docstring)."""
-    candidates = match_candidates(study=study)
+def counted_judge_judgments(
+    *, study: Study, rater_ids: Iterable[int] | None = None
+) -> Iterator[tuple[int, int, Any, list[str] | None, Any]]:
+    """(rater, item, value, shown order, provenance) of each judge's OK judgments that count: one per judge,
+    item and order shown, the earliest trial (see the module docstring). Rankings and alignment both read these."""
     rows = Judgment.objects.filter(
         study=study, status=Judgment.Status.OK, rater__kind__in=JUDGE_KINDS, item__is_attention_check=False
     )
@@ -77,12 +79,19 @@ def judge_verdicts(*, study: Study, rater_ids: Iterable[int] | None = None) -> d
         "rater_id", "item_id", "value", "shown_order", "provenance"
     )
     seen: set[tuple[int, int, str]] = set()
-    verdicts: dict[int, list[MatchVerdict]] = {}
     for rater_id, item_id, value, shown_order, provenance in rows.iterator(chunk_size=2000):
         order = shown_order[0] if shown_order else ""
         if (rater_id, item_id, order) in seen:
             continue
         seen.add((rater_id, item_id, order))
+        yield rater_id, item_id, value, shown_order, provenance
+
+
+def judge_verdicts(*, study: Study, rater_ids: Iterable[int] | None = None) -> dict[int, list[MatchVerdict]]:
+    """Per judge rater (LLM or baseline): the verdicts that count (see the module docstring)."""
+    candidates = match_candidates(study=study)
+    verdicts: dict[int, list[MatchVerdict]] = {}
+    for rater_id, item_id, value, shown_order, provenance in counted_judge_judgments(study=study, rater_ids=rater_ids):
         features = (provenance or {}).get("features") if isinstance(provenance, dict) else None
         verdict = verdict_from(
             item_id=item_id,

@@ -57,6 +57,9 @@ class StudyTemplate:
     item_parts: dict[str, str] = field(default_factory=dict)
     # The text is the prompt with words replaced (an edited headline): the changed words are marked.
     marks_edit: bool = False
+    # The built-in judge prompt (judging/prompts/builtin.py) that asks this study's question; a judge
+    # without a pinned template uses it on the study. Empty: the task type's default asks it already.
+    judge_template: str = ""
 
 
 TEMPLATES: dict[str, StudyTemplate] = {}
@@ -79,6 +82,12 @@ def get_template(key: str) -> StudyTemplate:
 
 def template_of(study: Study) -> StudyTemplate | None:
     return TEMPLATES.get(study.protocol)
+
+
+def protocol_judge_template(protocol: str) -> str:
+    """The built-in judge prompt a study made from template ``protocol`` asks by default ("" for the type's own)."""
+    found = TEMPLATES.get(protocol)
+    return found.judge_template if found else ""
 
 
 def study_from_template(

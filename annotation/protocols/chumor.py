@@ -275,6 +275,7 @@ register_template(
         analyses={"reference": "passers", "breakdowns": ["source", "joke_types"], "joke_types": list(JOKE_TYPES)},
         importer=explanation_importer,
         item_parts={"prompt": gettext_noop("Joke"), "text": gettext_noop("Explanation")},
+        judge_template="explanation-quality",
         columns="joke_id, joke, explanation, source, joke_types[, annotator, label][, explanation_id]",
     )
 )
@@ -317,6 +318,7 @@ register_template(
         analyses={"majority": "undecided when all three differ", "sources": [HUMAN, LLM]},
         importer=preference_importer,
         item_parts={"prompt": gettext_noop("Joke")},
+        judge_template="explanation-preference",
         columns="joke_id, joke, human_explanation, llm_explanation[, joke_types, annotator, choice, shown_first]",
     )
 )

@@ -353,6 +353,7 @@ register_template(
         importer=import_graded_edits,
         item_parts={"prompt": gettext_noop("Original headline"), "text": gettext_noop("Edited headline")},
         marks_edit=True,
+        judge_template="edited-headline-grade",
         columns=GRADING_COLUMNS,
     )
 )

@@ -200,6 +200,23 @@ Replace the word "{{ token }}" with a single different word so that the headline
 a JSON object {"replacement": "<one word>"}.""",
 )
 
+EDITED_HEADLINE_GRADE = BuiltinTemplate(
+    name="edited-headline-grade",
+    task_type="ordinal",
+    description="Grade how funny an edited news headline is (one word replaced); answer with the digit only.",
+    system="You grade comic one-word edits of news headlines.",
+    user="""A news headline had one word replaced to make it funny.
+{% if prompt %}
+Original headline: {{ prompt }}{% endif %}
+Edited headline: {{ text }}
+
+How funny is the edited headline?
+{% for point in scale %}
+{{ point.point }} = {{ point.label }}{% endfor %}
+
+Answer with the single digit of your grade and nothing else.""",
+)
+
 EXPLAIN_JOKE = BuiltinTemplate(
     name="explain-joke",
     task_type="explanation",
@@ -233,6 +250,7 @@ BUILTIN_TEMPLATES: tuple[BuiltinTemplate, ...] = (
     PAIRWISE_CRITIC,
     EXPLANATION_PREFERENCE,
     FUNNINESS_DIGIT,
+    EDITED_HEADLINE_GRADE,
     PICK_FUNNIEST,
     FUNNY_OR_NOT,
     EXPLANATION_QUALITY_DIRECT,

@@ -51,6 +51,11 @@ DEFAULT_GENERATOR_PROMPT = (
 MAX_CANDIDATE_CHARS = 2000
 
 
+def is_truncated(finish_reason: str | None) -> bool:
+    """True when the model stopped because it ran out of tokens (OpenAI's ``finish_reason`` "length")."""
+    return finish_reason == "length"
+
+
 def parse_candidate(text: str | None) -> Parsed:
     """A generated joke: the reply itself, or the "joke"/"text" field of a JSON reply."""
     if not text or not text.strip():
@@ -327,6 +332,9 @@ class GenerationJob:
                         "generation_run": self.run.pk,
                         "tokens": {"prompt": answer.prompt_tokens, "completion": answer.completion_tokens},
                         "latency_ms": answer.completion.latency_ms,
+                        # "length": the model hit max_tokens, so the joke may be cut off mid-sentence.
+                        "finish_reason": answer.completion.finish_reason,
+                        "truncated": is_truncated(answer.completion.finish_reason),
                     }
                 ),
                 *self.secrets,

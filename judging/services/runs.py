@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from annotation.models import Assignment, Item, Judgment, Study
+from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
 from annotation.services.assignment import assignment_for_judge
 from annotation.task_types import Level, get_task_type
 
@@ -38,7 +38,6 @@ from .templates import judge_template
 
 logger = logging.getLogger(__name__)
 
-SWAPPED_TRIAL_OFFSET = 1000
 CANCEL_CHECK_SECONDS = 0.5
 
 
@@ -85,7 +84,11 @@ def run_create(
         }
         if changes:
             judge = judge_update(judge=judge, **changes)
-        template = None if judge.is_baseline else judge_template(judge=judge, task_type=study.task_type)
+        template = (
+            None
+            if judge.is_baseline
+            else judge_template(judge=judge, task_type=study.task_type, protocol=study.protocol)
+        )
         run = JudgeRun.objects.create(
             study=study,
             judge=judge,
@@ -124,7 +127,11 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
     if not units:
         raise ValidationError("Nothing to retry: every unit of this run has an answer.")
     judge = run.judge
-    template = None if judge.is_baseline else judge_template(judge=judge, task_type=run.study.task_type)
+    template = (
+        None
+        if judge.is_baseline
+        else judge_template(judge=judge, task_type=run.study.task_type, protocol=run.study.protocol)
+    )
     with transaction.atomic():
         retry = JudgeRun.objects.create(
             study=run.study,

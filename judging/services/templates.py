@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 
 from annotation.access import owned_by, readable_by
+from annotation.protocols import protocol_judge_template
 from annotation.task_types import TASK_TYPES
 
 from ..models import JudgeConfig, PromptTemplate
@@ -69,19 +70,26 @@ def template_resolve(*, owner: AbstractBaseUser | None, name: str, version: int 
     return own.first() or _shared_latest(name)
 
 
-def builtin_default(task_type: str) -> PromptTemplate:
-    """The built-in template a judge uses for a task type it has no template pinned for."""
-    name = default_template_name(task_type)
+def builtin_default(task_type: str, *, protocol: str = "") -> PromptTemplate:
+    """The built-in template a judge uses for a task type it has no template pinned for.
+
+    A study made from a protocol's template (``protocol``, ``Study.protocol``) gets the prompt that asks
+    that protocol's question, when the protocol names one; otherwise the task type's default.
+    """
+    name = protocol_judge_template(protocol) or default_template_name(task_type)
     template = _shared_latest(name) if name else None
     if template is None:
         raise ValidationError(f"No prompt template for task type {task_type!r}.")
     return template
 
 
-def judge_template(*, judge: JudgeConfig, task_type: str) -> PromptTemplate:
-    """The template a run of ``judge`` over a study of ``task_type`` uses: its pin, else the built-in default."""
+def judge_template(*, judge: JudgeConfig, task_type: str, protocol: str = "") -> PromptTemplate:
+    """The template a run of ``judge`` over a study of ``task_type`` uses: its pin, else the built-in default.
+
+    ``protocol`` is the study's protocol template key; its default prompt asks that protocol's question.
+    """
     pin = judge.template_pins.select_related("template").filter(task_type=task_type).first()
-    template = pin.template if pin else builtin_default(task_type)
+    template = pin.template if pin else builtin_default(task_type, protocol=protocol)
     if template.task_type != task_type:
         raise ValidationError(f"The template {template.name!r} is for {template.task_type} items, not {task_type}.")
     return template

@@ -3,7 +3,7 @@
 The test gives a callable ``answer(request) -> str``: it receives the request body
 the openai SDK sent (model, messages, response_format) and returns the reply text,
 which goes back as the message content of a well-formed completion (usage
-included). Ground-truth tests use it for judges that answer from a synthetic
+included); a :class:`Reply` sets the finish reason too. Ground-truth tests use it for judges that answer from a synthetic
 truth; the worker only needs the base URL:
 
     with ScriptedServer(lambda request: json.dumps({"rating": 2})) as server:
@@ -17,12 +17,22 @@ import json
 import threading
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 from judging.testing import fault_server
 
-Answer = Callable[[dict[str, Any]], str]
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer with a finish reason other than "stop" (say "length": the model ran out of tokens)."""
+
+    content: str
+    finish_reason: str = "stop"
+
+
+Answer = Callable[[dict[str, Any]], "str | Reply"]
 
 
 def prompt_text(request: dict[str, Any]) -> str:
@@ -64,7 +74,8 @@ class _Handler(fault_server._Handler):
             traceback.print_exc()
             self._send(500, b'{"error": {"message": "the scripted answer raised an exception"}}')
             return
-        self._send(200, fault_server.completion_body(content, request.get("model", "fake")))
+        reply = content if isinstance(content, Reply) else Reply(content)
+        self._send(200, fault_server.completion_body(reply.content, request.get("model", "fake"), reply.finish_reason))
 
 
 class ScriptedServer(ThreadingHTTPServer):

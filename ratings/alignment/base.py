@@ -177,9 +177,13 @@ class JudgeColumn:
     info: RaterInfo
     values: np.ndarray
     reasons: list[str | None]  # per item: None when answered, else one of MISSING_REASONS
+    #: Pairwise judges asked in both orders: ``values`` holds the answers given in the items' own (A/B)
+    #: order and ``swapped`` those given in the B/A order (NaN = missing); None for a judge asked in one order.
+    swapped: np.ndarray | None = None
 
     def subset(self, rows: np.ndarray) -> JudgeColumn:
-        return JudgeColumn(self.info, self.values[rows], [self.reasons[i] for i in rows])
+        swapped = self.swapped[rows] if self.swapped is not None else None
+        return JudgeColumn(self.info, self.values[rows], [self.reasons[i] for i in rows], swapped)
 
 
 @dataclass

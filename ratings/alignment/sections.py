@@ -141,15 +141,21 @@ def label_section(block: Block, codes: Sequence[float], *, binary: bool) -> dict
     }
 
 
-def pairwise_agreement(majority: np.ndarray, pred: np.ndarray) -> dict[str, Any]:
+def pairwise_agreement(majority: np.ndarray, pred: np.ndarray, swapped: np.ndarray | None = None) -> dict[str, Any]:
     """Agreement of a judge with the human majority (codes 1 first wins, 0.5 tie, 0 second wins).
 
     *With ties*: every decided item counts; a tie is an answer like any other.
     *Without ties*: items whose human majority is a tie and items the judge
     called a tie are left out. A missing answer is wrong in both.
+    A judge asked in both orders gives ``swapped``, its B/A answers: each
+    order's answer then counts as its own verdict, as in the rankings, so
+    ``n`` counts verdicts (two per item) and a judge that always picks the
+    joke shown first scores no better than chance.
     """
     decided = ~np.isnan(majority)
     m, p = majority[decided], pred[decided]
+    if swapped is not None:
+        m, p = np.concatenate([m, m]), np.concatenate([p, swapped[decided]])
     n_with = int(m.size)
     correct_with = int(np.sum(m == p))
     keep = (m != 0.5) & (p != 0.5)
@@ -241,7 +247,9 @@ def pairwise_section(block: Block) -> dict[str, Any]:
     judges = []
     for judge in block.judges:
         row = {**judge_head(judge), "n_items": int(decided.size), **missing_counts(judge, decided)}
-        row.update(pairwise_agreement(majority[decided], judge.values[decided]))
+        swapped = judge.swapped[decided] if judge.swapped is not None else None
+        row.update(pairwise_agreement(majority[decided], judge.values[decided], swapped))
+        row["both_orders"] = judge.swapped is not None
         groups = consistency.get(judge.info.id, {})
         row["position_consistency"] = consistency_of(g for (item, _), g in groups.items() if item in items)
         row["ranking_tau"] = ranking_tau(human_rank, rankings.get(judge.info.id))

@@ -9,9 +9,19 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Candidate, Item, Judgment, Rater, Study, counted_raters
+from annotation.models import (
+    SWAPPED_TRIAL_OFFSET,
+    Candidate,
+    Item,
+    Judgment,
+    Rater,
+    Study,
+    counted_raters,
+    trial_as_set,
+)
 from annotation.task_types import TIE, get_task_type
 
+from ..leaderboards import counted_judge_judgments
 from ..selectors import (
     JUDGE_KINDS,
     RaterInfo,
@@ -76,13 +86,19 @@ def _judge_columns(study: Study, judges: list[RaterInfo], item_ids: list[int]) -
     )
     for rater_id, item_id, status in rows.iterator(chunk_size=20_000):
         statuses[(rater_id, item_id)].add(status)
+    orders = _both_orders(study, judges, item_ids) if task_family(study) == Family.PAIRWISE else {}
     columns = []
     for judge in judges:
         values = np.full(len(item_ids), np.nan)
+        swapped = None
+        if judge.id in orders:
+            values, swapped = orders[judge.id]
+        else:
+            for i, item_id in enumerate(item_ids):
+                if judge.id in col_of and item_id in row_of:
+                    values[i] = data.values[row_of[item_id], col_of[judge.id]]
         reasons: list[str | None] = []
         for i, item_id in enumerate(item_ids):
-            if judge.id in col_of and item_id in row_of:
-                values[i] = data.values[row_of[item_id], col_of[judge.id]]
             if not np.isnan(values[i]):
                 reasons.append(None)
                 continue
@@ -93,8 +109,46 @@ def _judge_columns(study: Study, judges: list[RaterInfo], item_ids: list[int]) -
                 reasons.append("failed")
             else:
                 reasons.append("not_judged")
-        columns.append(JudgeColumn(info=judge, values=values, reasons=reasons))
+        columns.append(JudgeColumn(info=judge, values=values, reasons=reasons, swapped=swapped))
     return columns
+
+
+def _both_orders(
+    study: Study, judges: list[RaterInfo], item_ids: list[int]
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Pairwise judges asked in both orders: per judge, its answers in the A/B and in the B/A order.
+
+    The answers that count are the rankings' (``counted_judge_judgments``: one per item and order shown,
+    the earliest trial), so agreement and rankings read the same verdicts. A judge counts as asked in
+    both orders when any of its judgments here, answered or not, was in the second order.
+    """
+    asked = set(
+        Judgment.objects.filter(
+            study=study, rater_id__in=[j.id for j in judges], assignment__trial__gte=SWAPPED_TRIAL_OFFSET
+        )
+        .values_list("rater_id", flat=True)
+        .distinct()
+    )
+    if not asked:
+        return {}
+    row_of = {pk: i for i, pk in enumerate(item_ids)}
+    keys: dict[int, list[str]] = defaultdict(list)
+    for item_id, key in (
+        Candidate.objects.filter(item_id__in=item_ids)
+        .order_by("item_id", "position", "id")
+        .values_list("item_id", "key")
+    ):
+        keys[item_id].append(key)
+    out = {rater: (np.full(len(item_ids), np.nan), np.full(len(item_ids), np.nan)) for rater in asked}
+    for rater_id, item_id, value, shown, _ in counted_judge_judgments(study=study, rater_ids=asked):
+        pair = keys.get(item_id, [])
+        if item_id not in row_of or len(pair) != 2 or not isinstance(value, dict) or not shown:
+            continue
+        code = {pair[0]: 1.0, pair[1]: 0.0, TIE: 0.5}.get(value.get("choice"))
+        if code is not None:
+            first_order, second_order = out[rater_id]
+            (first_order if shown[0] == pair[0] else second_order)[row_of[item_id]] = code
+    return out
 
 
 def _gold_codes(study: Study, item_ids: list[int], golds: dict[int, Any]) -> np.ndarray:
@@ -121,18 +175,16 @@ def _gold_codes(study: Study, item_ids: list[int], golds: dict[int, Any]) -> np.
 def _consistency_groups(study: Study, judges: list[RaterInfo]) -> dict[int, dict[tuple[int, Any], dict]]:
     """Per judge: (item, trial) → {shown order: [verdict or None]} from its judgments.
 
-    Judging records a both-orders pair as two judgments of the same trial
-    (``provenance.trial``) shown in opposite orders; without that field the
-    assignment's trial number is used.
+    Judging records a both-orders pair as two judgments of the same trial shown in
+    opposite orders (``trial_as_set`` undoes the storage offset of the second order).
     """
     out: dict[int, dict[tuple[int, Any], dict]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges]).values_list(
-        "rater_id", "item_id", "assignment__trial", "provenance__trial", "shown_order", "status", "value"
+        "rater_id", "item_id", "assignment__trial", "shown_order", "status", "value"
     )
-    for rater_id, item_id, trial, prov_trial, shown, status, value in rows.iterator(chunk_size=20_000):
+    for rater_id, item_id, trial, shown, status, value in rows.iterator(chunk_size=20_000):
         verdict = value.get("choice") if status == Judgment.Status.OK and isinstance(value, dict) else None
-        base_trial = prov_trial if isinstance(prov_trial, int) else trial
-        out[rater_id][(item_id, base_trial)][tuple(shown or ())].append(verdict)
+        out[rater_id][(item_id, trial_as_set(trial))][tuple(shown or ())].append(verdict)
     return out
 
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from annotation.models import Judgment, Study, counted_raters
+from annotation.models import Judgment, Study, counted_raters, trial_as_set
 
 from .safe_cells import csv_safe, scrub_provenance
 from .study_data import CHUNK, StudyData, load_study
@@ -101,7 +101,7 @@ def judgment_records(data: StudyData) -> Iterator[dict[str, Any]]:
             "rater_external_id": rater.external_id,
             "rater_name": rater.name,
             "rater_excluded": rater.excluded,
-            "trial": trial,
+            "trial": trial_as_set(trial),
             "status": status,
             "value": value,
             "value_label": data.label(value) if value is not None else None,

@@ -10,7 +10,7 @@ from typing import Any
 
 from openpyxl.styles import Font
 
-from annotation.models import Judgment, counted_raters
+from annotation.models import Judgment, counted_raters, trial_as_set
 from annotation.task_types import Level
 from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboard
 from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
@@ -123,7 +123,7 @@ def write_llm_judgments(data: StudyData, sheet, counter) -> dict[int, Matches]:
                     judge.kind,
                     external_id,
                     "yes" if is_check else "no",
-                    trial,
+                    trial_as_set(trial),
                     status,
                     parsed,
                     number,

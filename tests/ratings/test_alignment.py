@@ -242,12 +242,30 @@ class TestPairwiseStudy:
             judge_in_order(study, echo, item, choice, shown=["x", "y"])
         return study
 
-    def test_agreement_with_and_without_ties(self, setup):
+    def test_agreement_with_and_without_ties_counts_both_orders_verdicts(self, setup):
         result = compute_alignment(study=setup, params=AlignmentParams(n_resamples=50))
         bot = by_label(result["overall"]["judges"], "bot")
-        assert bot["with_ties"] == {"value": 0.75, "n": 4, "correct": 3}
-        # Without ties: item 2 (human tie) and item 1 (judge tie) are left out.
-        assert bot["without_ties"] == {"value": 1.0, "n": 2, "correct": 2}
+        # bot was asked in both orders: each order's verdict counts, as in the rankings (8 verdicts on 4 items).
+        # A/B: x right, tie wrong, tie right, x right; B/A: x right, y right, never asked (missing), unparseable.
+        assert bot["both_orders"] is True
+        assert bot["with_ties"] == {"value": 5 / 8, "n": 8, "correct": 5}
+        # Without ties: item 2 (human tie) and bot's A/B tie on item 1 are left out.
+        assert bot["without_ties"] == {"value": 4 / 5, "n": 5, "correct": 4}
+        echo = by_label(result["overall"]["judges"], "echo")
+        assert echo["both_orders"] is False
+        assert echo["with_ties"] == {"value": 1.0, "n": 4, "correct": 4}
+
+    def test_a_judge_that_always_picks_the_first_shown_joke_loses_its_position_bonus(self, researcher):
+        study, _, items = build_pairwise(researcher)
+        first = add_rater(study, "first-shown", Rater.Kind.LLM)
+        for item in items:
+            judge_in_order(study, first, item, "x", shown=["x", "y"])
+            judge_in_order(study, first, item, "y", shown=["y", "x"], trial=1000, base_trial=0)
+        result = compute_alignment(study=study, params=AlignmentParams(n_resamples=50))
+        row = by_label(result["overall"]["judges"], "first-shown")
+        # Human majority x, y, tie, x: the A/B order alone scores 2 of 4 (x, x); the B/A order adds 1 of 4 (y).
+        assert row["with_ties"] == {"value": 3 / 8, "n": 8, "correct": 3}
+        assert row["position_consistency"]["value"] == 0.0
 
     def test_position_consistency_pairs_the_two_orders(self, setup):
         result = compute_alignment(study=setup, params=AlignmentParams(n_resamples=50))
@@ -267,7 +285,7 @@ class TestPairwiseStudy:
     def test_a_judge_that_never_answered_an_item_is_missing_there(self, setup):
         result = compute_alignment(study=setup, params=AlignmentParams(n_resamples=50, breakdown="source"))
         groups = {g["value"]: g["section"] for g in result["breakdown"]["groups"]}
-        assert by_label(groups["news"]["judges"], "bot")["with_ties"]["n"] == 2
+        assert by_label(groups["news"]["judges"], "bot")["with_ties"]["n"] == 4  # 2 items, both orders
         assert by_label(result["overall"]["judges"], "echo")["n_missing"] == 0
 
 
@@ -290,6 +308,13 @@ def test_feature_tallies_share_wins_and_losses_per_contestant(researcher):
 
 
 class TestPureHelpers:
+    def test_pairwise_agreement_counts_each_order_of_a_both_orders_judge(self):
+        majority = np.array([1.0, 0.0, np.nan])
+        ab = np.array([1.0, 1.0, 1.0])
+        ba = np.array([0.0, np.nan, 0.0])
+        out = pairwise_agreement(majority, ab, ba)
+        assert out["with_ties"] == {"value": 1 / 4, "n": 4, "correct": 1}
+
     def test_pairwise_agreement_counts_missing_as_wrong(self):
         majority = np.array([1.0, 0.0, 0.5, np.nan])
         judge_answers = np.array([np.nan, 0.0, 0.5, 1.0])

@@ -64,5 +64,5 @@ def _describe(run: GenerationRun) -> str:
     p = generation_progress(run=run)
     return (
         f"{p.finished}/{p.total} prompts ({p.percent}%) — generated {p.generated}, failed {p.failed}, "
-        f"tokens {p.tokens} [{p.status}]"
+        f"cut off at max tokens {p.truncated}, tokens {p.tokens} [{p.status}]"
     )
