@@ -108,6 +108,8 @@ def nginx(port: int, upstream: int, folder: Path) -> Iterator[Path]:
             "1",
             "-subj",
             "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
             "-keyout",
             str(folder / "key.pem"),
             "-out",
@@ -154,7 +156,9 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 @contextlib.contextmanager
-def running_site(tmp_path: Path, tmp_path_factory, *, production: bool = False) -> Iterator[LiveSite]:
+def running_site(
+    tmp_path: Path, tmp_path_factory, *, production: bool = False, extra_env: dict[str, str] | None = None
+) -> Iterator[LiveSite]:
     redis_url = broker_url()
     require_redis(redis_url)
     data_dir = tmp_path / "data"
@@ -164,29 +168,42 @@ def running_site(tmp_path: Path, tmp_path_factory, *, production: bool = False) 
         "CELERY_BROKER_URL": redis_url,
         "FUNNYBONE_DATA_DIR": str(data_dir),
         "FUNNYBONE_OUTBOUND_ALLOW_NETWORKS": "127.0.0.0/8,::1/128",
+        **(extra_env or {}),
     }
     proxy_port = free_port() if production else None
-    if production:
-        origin = f"https://localhost:{proxy_port}"
-        env.update(
-            {
-                "FUNNYBONE_PRODUCTION": "1",
-                "DEBUG": "0",
-                "SECRET_KEY": "live-test-" + os.urandom(24).hex(),
-                "ALLOWED_HOSTS": "localhost",
-                "CSRF_TRUSTED_ORIGINS": origin,
-                "FUNNYBONE_HTTPS": "1",
-                "FUNNYBONE_TRUSTED_PROXY_COUNT": "1",
-                "FUNNYBONE_MANIFEST_STATIC": "1",
-            }
-        )
-        manage({**os.environ, **env}, "collectstatic", "--noinput", "-v", "0")
-        manage({**os.environ, **env}, "check", "--deploy", "--fail-level", "WARNING")
+    # tests/conftest.py sets this for Playwright; a production process must not inherit it
+    # (check --deploy refuses it, rightly). Gone while the site runs, back afterwards.
+    saved_async_unsafe = os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None) if production else None
+    try:
+        if production:
+            env.update(
+                {
+                    "FUNNYBONE_PRODUCTION": "1",
+                    "DEBUG": "0",
+                    "SECRET_KEY": "live-test-" + os.urandom(24).hex(),
+                    "ALLOWED_HOSTS": "localhost",
+                    "CSRF_TRUSTED_ORIGINS": f"https://localhost:{proxy_port}",
+                    "FUNNYBONE_HTTPS": "1",
+                    "FUNNYBONE_TRUSTED_PROXY_COUNT": "1",
+                    "FUNNYBONE_MANIFEST_STATIC": "1",
+                }
+            )
+            manage({**os.environ, **env}, "collectstatic", "--noinput", "-v", "0")
+            manage({**os.environ, **env}, "check", "--deploy", "--fail-level", "WARNING")
+        with _site(tmp_path, tmp_path_factory, env=env, proxy_port=proxy_port, data_dir=data_dir) as site:
+            yield site
+    finally:
+        if saved_async_unsafe is not None:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = saved_async_unsafe
+
+
+@contextlib.contextmanager
+def _site(tmp_path: Path, tmp_path_factory, *, env: dict[str, str], proxy_port: int | None, data_dir: Path):
     with (
         running_worker(tmp_path_factory, env=env) as worker,
         gunicorn(env["DATABASE_URL"], log=tmp_path / "gunicorn.log", workers=2, threads=4, extra_env=env) as server,
     ):
-        if not production:
+        if proxy_port is None:
             yield LiveSite(url=server.url, server=server, worker=worker, data_dir=data_dir, env=env)
             return
         with nginx(proxy_port, server.port, tmp_path / "nginx") as proxy_log:
