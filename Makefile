@@ -15,7 +15,7 @@ LOCAL_OUTBOUND := FUNNYBONE_OUTBOUND_ALLOW_NETWORKS="$${FUNNYBONE_OUTBOUND_ALLOW
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser migrate demo worker clean
+.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser proxy axe migrate demo worker clean
 
 help:
 	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
@@ -63,6 +63,27 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# axe-core for the accessibility checks is vendored in tests/browser/axe/ (MPL-2.0); this fetches the
+# pinned version again from the npm registry and checks it, for an audit or an upgrade.
+AXE_VERSION ?= 4.14.1
+AXE_SHA256 ?= e6b0ce02b84d892e2e33e403485e7f3d6c29e2be6df65daf44d89ba564139745
+axe:
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd "$$tmp" && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null) && \
+	echo "$(AXE_SHA256)  $$tmp/axe-core-$(AXE_VERSION).tgz" | sha256sum --check --quiet && \
+	tar -xzf "$$tmp/axe-core-$(AXE_VERSION).tgz" -C "$$tmp" && \
+	cp "$$tmp/package/axe.min.js" "$$tmp/package/LICENSE" "$$tmp/package/LICENSE-3RD-PARTY.txt" tests/browser/axe/ && \
+	echo "tests/browser/axe/: axe-core $(AXE_VERSION)"
+
+# The production-layout test (tests/live/test_production_layout.py) puts Debian's nginx in front
+# of gunicorn, as docs/production.md does; it runs as a plain process on a loopback port.
+proxy:
+	@if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then \
+		echo "Installing nginx-light for the production-layout test"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx-light >/dev/null; \
+	fi
+
 migrate: deps
 	$(PY) manage.py migrate --noinput
 
@@ -80,7 +101,7 @@ run: demo
 worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
 
-test: dev-deps llm-deps browser
+test: dev-deps llm-deps browser proxy
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: dev-deps

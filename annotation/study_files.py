@@ -101,9 +101,7 @@ class StudyPlan:
 def read_study_file(path: str | Path) -> dict[str, Any]:
     """The study file parsed into a dict, unchecked (YAML or JSON, chosen by the file's suffix)."""
     path = Path(path)
-    kind = SUFFIXES.get(path.suffix.lower())
-    if kind is None:
-        raise StudyFileError([f"{path.name}: a study file ends in .yaml, .yml or .json."])
+    study_file_kind(path.name)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -112,12 +110,26 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
         raise StudyFileError(
             [f"{path.name}: byte offset {exc.start} is not valid UTF-8; save the file as UTF-8."]
         ) from None
+    return parse_study_text(text, name=path.name)
+
+
+def study_file_kind(name: str) -> str:
+    """The kind of study file ("yaml" or "json") its name's suffix says; StudyFileError for any other."""
+    kind = SUFFIXES.get(Path(name).suffix.lower())
+    if kind is None:
+        raise StudyFileError([f"{name}: a study file ends in .yaml, .yml or .json."])
+    return kind
+
+
+def parse_study_text(text: str, *, name: str) -> dict[str, Any]:
+    """A study file's text (named ``name``, whose suffix says YAML or JSON) parsed into a dict, unchecked."""
+    kind = study_file_kind(name)
     try:
         # NUL characters are reported field by field by the checks below.
         load = load_json if kind == "json" else load_yaml
-        data = load(text, where=path.name, nul=False)
+        data = load(text, where=name, nul=False)
     except json.JSONDecodeError as exc:
-        raise StudyFileError([f"{path.name}, line {exc.lineno}: not valid JSON ({exc.msg})."]) from None
+        raise StudyFileError([f"{name}, line {exc.lineno}: not valid JSON ({exc.msg})."]) from None
     except DataTooComplex as exc:
         raise StudyFileError([str(exc)]) from None
     except yaml.YAMLError as exc:
@@ -125,10 +137,10 @@ def read_study_file(path: str | Path) -> dict[str, Any]:
         where = f", line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         if isinstance(exc, LimitPassed):  # valid YAML, just too big or too deep
-            raise StudyFileError([f"{path.name}{where}: {problem}"]) from None
-        raise StudyFileError([f"{path.name}{where}: not valid YAML ({problem})."]) from None
+            raise StudyFileError([f"{name}{where}: {problem}"]) from None
+        raise StudyFileError([f"{name}{where}: not valid YAML ({problem})."]) from None
     if not isinstance(data, dict):
-        raise StudyFileError([f"{path.name}: the file must hold one study, written as name: value pairs."])
+        raise StudyFileError([f"{name}: the file must hold one study, written as name: value pairs."])
     return data
 
 

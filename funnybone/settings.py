@@ -64,6 +64,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "funnybone.deprecation.DeprecatedApiMiddleware",
 ]
 
 ROOT_URLCONF = "funnybone.urls"
@@ -197,6 +198,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, items and judgments for humor research.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "PREPROCESSING_HOOKS": ["funnybone.deprecation.v1_schema_only"],
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "annotation.models.ItemImport.Format",
         "ExportFormatEnum": "ratings.models.Export.Format",

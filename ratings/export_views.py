@@ -130,7 +130,11 @@ def export_status(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 @login_required
 def export_download(request: HttpRequest, pk: int) -> FileResponse:
-    export = _get_owned_export(request, pk)
+    return export_file_response(_get_owned_export(request, pk))
+
+
+def export_file_response(export: Export) -> FileResponse:
+    """The finished export's file as a download; 404 while it is not ready or when its file is gone."""
     if export.status != Export.Status.DONE:
         raise Http404("This export is not ready.")
     try:

@@ -219,7 +219,8 @@ class ItemImportApi(ResearcherApi):
                 {"status": ItemImport.Status.FAILED, "items_created": 0, "errors": exc.messages}
             ) from None
         codes = {ItemImport.Status.DONE: status.HTTP_201_CREATED, ItemImport.Status.FAILED: status.HTTP_400_BAD_REQUEST}
-        url = reverse("api:import_detail", args=[study.pk, item_import.pk])
+        # The deprecated /api/ and v1 both serve this operation; each names its own status URL.
+        url = reverse(f"{request.resolver_match.namespace}:import_detail", args=[study.pk, item_import.pk])
         outcome = {
             "status": item_import.status,
             "items_created": item_import.items_created,

@@ -2,8 +2,14 @@
 
 from django.core.exceptions import ValidationError
 from django.db.models import ProtectedError
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import status
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,8 +32,17 @@ from .bases import (
 )
 from .serializers import JudgeSerializer, RunCreateSerializer, RunSerializer, TemplateSerializer
 
-ERRORS = OpenApiResponse(description="Invalid input; the body says what is wrong.")
-CONFLICT = OpenApiResponse(description="The judge has judgments (or a tournament) and stays.")
+ERRORS = OpenApiResponse(
+    inline_serializer(
+        "FieldErrors",
+        {"detail": serializers.ListField(child=serializers.CharField(), required=False)},
+    ),
+    description="Invalid input: a list of messages under each input field's name (`detail`: about the whole).",
+)
+CONFLICT = OpenApiResponse(
+    inline_serializer("Conflict", {"detail": serializers.CharField()}),
+    description="The judge has judgments (or a tournament) and stays.",
+)
 STUDY = OpenApiParameter("study", int, description="Only runs on this study.")
 NAME = OpenApiParameter("name", str, description="Only versions of this template.")
 

@@ -219,6 +219,41 @@ MATRIX: dict[str, Route] = {
     "exports:download": Route(PAGE, ("GET",), lambda w: {"pk": w.export.pk}),
     "exports:api_create": Route(API, ("POST",), slug),
     "exports:api_status": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),
+    # API v1 (funnybone/api_urls.py): the same rules at one address per resource.
+    "v1:schema": Route(PUBLIC, ("GET",), public_statuses=(200,), why="the OpenAPI description, no data"),
+    "v1:study_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:study_from_file": Route(API, ("POST",), scope=GLOBAL),
+    "v1:study_detail": Route(API, ("GET", "PATCH"), study),
+    "v1:study_open": Route(API, ("POST",), study),
+    "v1:study_close": Route(API, ("POST",), study),
+    "v1:study_progress": Route(API, ("GET",), study),
+    "v1:item_list": Route(API, ("GET",), study),
+    "v1:import_list": Route(API, ("GET", "POST"), study),
+    "v1:import_detail": Route(API, ("GET",), lambda w: {"pk": w.study.pk, "import_pk": w.item_import.pk}),
+    "v1:judgment_list": Route(API, ("GET",), study),
+    "v1:report_agreement": Route(API, ("GET",), study),
+    "v1:export_list": Route(API, ("GET", "POST"), study),
+    "v1:export_detail": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),
+    "v1:export_download": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),
+    "v1:judge_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:judge_detail": Route(API, ("GET", "PATCH", "DELETE"), lambda w: {"pk": w.judge.pk}),
+    "v1:template_list": Route(
+        API, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
+    ),
+    "v1:run_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:run_detail": Route(API, ("GET",), lambda w: {"pk": w.run.pk}),
+    "v1:run_cancel": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
+    "v1:run_resume": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
+    "v1:tournament_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:tournament_detail": Route(API, ("GET",), lambda w: {"pk": w.tournament.pk}),
+    "v1:tournament_cancel": Route(API, ("POST",), lambda w: {"pk": w.tournament.pk}),
+    "v1:tournament_standings": Route(API, ("GET",), lambda w: {"pk": w.tournament.pk}),
+    "v1:generator_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:generator_detail": Route(API, ("GET", "PATCH"), generator),
+    "v1:generation_run_list": Route(API, ("GET", "POST"), scope=GLOBAL),
+    "v1:generation_run_detail": Route(API, ("GET",), generation),
+    "v1:generation_run_cancel": Route(API, ("POST",), generation),
+    "v1:generation_run_resume": Route(API, ("POST",), generation),
     # Accounts.
     "login": Route(PUBLIC, ("GET",), public_statuses=(200,)),
     "home": Route(PUBLIC, ("GET",), public_statuses=(302,), why="sends everyone to the study list (its login first)"),
@@ -294,11 +329,11 @@ def post_data(name: str, role: str, w: World) -> dict:
         return {"assignment": w.assignments.get(role, w.assignments["crowd"])}
     if name == "researcher:study_state":
         return {"state": "closed"}
-    if name in ("researcher:study_detail", "api:study_update"):
+    if name in ("researcher:study_detail", "api:study_update", "v1:study_detail"):
         return {"name": "Renamed by someone"}
     if name == "judging:template_edit":
         return {"description": "taken over", "user_text": "Say yes. {{ text }}"}
-    if name in ("judging:template_list", "judging-api-templates"):
+    if name in ("judging:template_list", "judging-api-templates", "v1:template_list"):
         # Saving under the owner's template name is tests/judging/test_template_ownership.py's (it must make the
         # saver's own template); here that would give "other" a template of that name before template_edit is tried.
         return {"name": f"{role}-critic", "task_type": "ordinal", "user_text": "Say yes. {{ text }}"}
