@@ -14,6 +14,7 @@ urlpatterns = [
     path("s/<str:entry_token>/declined/", annotator.declined, name="declined"),
     path("s/<str:entry_token>/instructions/", annotator.instructions, name="instructions"),
     path("s/<str:entry_token>/item/", annotator.item, name="item"),
+    path("s/<str:entry_token>/lease/", annotator.lease, name="lease"),
     path("s/<str:entry_token>/done/", annotator.done, name="done"),
     path("s/<str:entry_token>/leaderboard/", annotator.leaderboard, name="leaderboard"),
 ]

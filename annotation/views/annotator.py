@@ -45,6 +45,7 @@ from ..services.enrollment import (
     preview_owner_matches,
 )
 from ..services.judgments import judgment_submit, value_from_form
+from ..services.leases import heartbeat_seconds, lease_renew
 from ..task_types import Shortcut, TaskType, get_task_type
 
 SESSION_KEY = "funnybone_enrollments"
@@ -199,6 +200,8 @@ def _item_context(
         "error": error,
         "notice": notice,
         "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "lease_url": reverse("annotator:lease", args=[study.entry_token]),
+        "heartbeat_seconds": heartbeat_seconds(),
         "preview": enrollment.rater.is_preview,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
@@ -388,6 +391,28 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
     template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
     return render(request, template, context, status=422 if error else 200)
+
+
+# htmx stops polling on this status: the page is told once and asks no more.
+STOP_POLLING = 286
+
+
+@never_cache
+@require_POST
+def lease(request: HttpRequest, entry_token: str) -> HttpResponse:
+    """The open item page's heartbeat: keep the rater's own current item, or tell the page it is gone."""
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    try:
+        renewal = lease_renew(enrollment=enrollment, assignment_id=int(request.POST.get("assignment", "")))
+    except (ValueError, Assignment.DoesNotExist):
+        raise Http404("No such assignment.") from None
+    if renewal.renewed:
+        return HttpResponse(status=204)
+    context = {"study": study, "reason": renewal.reason, "item_url": reverse("annotator:item", args=[entry_token])}
+    return render(request, "annotation/item.html#lease-ended", context, status=STOP_POLLING)
 
 
 def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") -> HttpResponse:
