@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from ..access import owned_by
-from ..models import Assignment, Enrollment, Invitation, Rater, Study
+from ..models import Assignment, Enrollment, Rater, Study
 from ..ratelimit import entry_rate_limited
 from ..selectors import (
     annotator_progress,
@@ -41,7 +41,6 @@ from ..services.enrollment import (
     enrollment_consent,
     enrollment_decline,
     enrollment_instructed,
-    invitation_accept,
     preview_owner_matches,
 )
 from ..services.judgments import judgment_submit, value_from_form
@@ -203,6 +202,7 @@ def _item_context(
         "lease_url": reverse("annotator:lease", args=[study.entry_token]),
         "heartbeat_seconds": heartbeat_seconds(),
         "preview": enrollment.rater.is_preview,
+        "expert": enrollment.rater.kind == Rater.Kind.EXPERT,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
     return context
@@ -251,28 +251,6 @@ def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
         enrollment = enroll_preview(study=study, user=request.user)
     except ValidationError as exc:
         return _message(request, "Preview not available", " ".join(exc.messages), status=409)
-    _remember(request, enrollment)
-    return redirect("annotator:consent", study.entry_token)
-
-
-@entry_rate_limited
-@require_GET
-@login_required
-def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
-    invitation = get_object_or_404(Invitation.objects.select_related("study"), token=token)
-    study = invitation.study
-    if not study.is_open:
-        return _unavailable(request, study)
-    if invitation.rater_id is not None and not Rater.objects.filter(pk=invitation.rater_id, user=request.user).exists():
-        # Refuse before invitation_accept: it makes the account an expert rater first, which
-        # would silently turn a researcher who opened someone else's link into an annotator.
-        return _message(
-            request, "This invitation is taken", "This invitation was already accepted by someone else.", status=403
-        )
-    try:
-        enrollment = invitation_accept(invitation=invitation, user=request.user)
-    except ValidationError as exc:
-        return _message(request, "This invitation is taken", " ".join(exc.messages), status=403)
     _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
