@@ -4,6 +4,8 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib.auth.forms import UserCreationForm
+from django.utils.translation import gettext_lazy as _
 
 from .json_limits import DataTooComplex, load_json
 from .models import Study
@@ -184,4 +186,24 @@ class ItemUploadForm(forms.Form):
 
 
 class InvitationForm(forms.Form):
-    email = forms.EmailField(required=False, help_text="Optional: whom the invitation is for (not sent; a note).")
+    name = forms.CharField(
+        required=False, max_length=200, help_text="Optional: whom the invitation is for; the expert sees it."
+    )
+    email = forms.EmailField(required=False, help_text="Optional: a note for you; nothing is sent.")
+
+
+class ExpertSignupForm(UserCreationForm):
+    """The invited expert's new account: their name, a username and a password that passes Django's validators."""
+
+    name = forms.CharField(
+        label=_("Your name"), max_length=150, help_text=_("Shown to the researcher who invited you.")
+    )
+    email = forms.EmailField(label=_("Email (optional)"), required=False)
+
+    class Meta(UserCreationForm.Meta):
+        fields = ("name", "email", "username")
+
+    def _post_clean(self) -> None:
+        # The password validators compare the password with the name too.
+        self.instance.first_name = self.cleaned_data.get("name", "")
+        super()._post_clean()

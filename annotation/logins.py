@@ -24,7 +24,9 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
+from .api.permissions import is_researcher
 from .ratelimit import client_address, count, forget, hit, prolong
 
 USERNAME_SCOPE = "login-user"
@@ -127,6 +129,12 @@ class LoginView(auth_views.LoginView):
     """Django's login page with the throttled form; a paused login answers 429 Too Many Requests."""
 
     authentication_form = ThrottledAuthenticationForm
+
+    def get_default_redirect_url(self) -> str:
+        # An invited expert signing in without their link lands on their studies, not the researcher pages.
+        if self.request.user.is_authenticated and not is_researcher(self.request.user):
+            return reverse("annotator:expert_home")
+        return super().get_default_redirect_url()
 
     def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
         response = super().form_invalid(form)

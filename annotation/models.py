@@ -268,9 +268,10 @@ class Enrollment(models.Model):
 
 
 class Invitation(models.Model):
-    """An expert's personal invitation to a study; accepted after logging in."""
+    """An expert's personal invitation to a study; the expert creates an account (or signs in) and accepts it."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    name = models.CharField(max_length=200, blank=True, help_text="Whom it is for: a note, shown to the expert.")
     email = models.EmailField(blank=True)
     token = models.CharField(max_length=40, unique=True, default=_token)
     rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.SET_NULL)
@@ -278,7 +279,7 @@ class Invitation(models.Model):
     accepted_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
-        return f"invitation to {self.study} for {self.email or 'anyone'}"
+        return f"invitation to {self.study} for {self.name or self.email or 'anyone'}"
 
 
 #: A judge asked in both orders answers trial t twice; the second (B/A) order is stored as assignment trial

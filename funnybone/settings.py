@@ -103,9 +103,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's four validators: invited experts choose their own passwords (annotation.views.experts).
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "researcher:study_list"
@@ -276,8 +279,10 @@ for _soft, _hard in (
     if globals()[_hard] <= globals()[_soft]:
         raise RuntimeError(f"{_hard} must be larger than {_soft}, so the task can record why it stopped")
 
-# Assignment leases: how long an annotator holds an item before it is handed out again.
-FUNNYBONE_LEASE_SECONDS = env_int("FUNNYBONE_LEASE_SECONDS", 30 * 60)
+# Assignment leases: how long an item stays with an annotator after the last sign of life from its
+# page; an open item page renews the lease every third of this (annotation.services.leases), so a
+# closed page's item is handed out again within minutes.
+FUNNYBONE_LEASE_SECONDS = max(3, env_int("FUNNYBONE_LEASE_SECONDS", 3 * 60))
 # Crowd entry rate limits, per minute (0 = none): per client address, sized for a study
 # launch of a few hundred participants a minute from one network, and per participant id.
 FUNNYBONE_ENTRY_RATE_PER_MINUTE = env_int("FUNNYBONE_ENTRY_RATE_PER_MINUTE", 600)

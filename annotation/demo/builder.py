@@ -169,18 +169,43 @@ def graded_edit_items(rows: list[dict[str, Any]]) -> list[ItemSpec]:
     return items
 
 
+# What the demo login may see and change in /admin/: the project's own data, not accounts
+# (changing users there would let it make itself a superuser).
+DEMO_ADMIN_APPS = ("annotation", "judging", "ratings")
+
+
 def demo_user() -> tuple[AbstractBaseUser, bool]:
-    """The ``demo`` researcher, created with the documented password only if missing."""
+    """The ``demo`` researcher, created with the documented password only if missing.
+
+    Outside production it is staff with the project's model permissions, so the
+    demo can be explored in ``/admin/`` too; production never gets a demo login
+    (:func:`load_demo` refuses first).
+    """
     user_model = get_user_model()
     lookup = {user_model.USERNAME_FIELD: DEMO_USERNAME}
     user = user_model.objects.filter(**lookup).first()
-    if user is not None:
-        return user, False
-    try:
-        with transaction.atomic():
-            return user_model.objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD, first_name="Demo"), True
-    except IntegrityError:  # another load_demo created it a moment ago
-        return user_model.objects.get(**lookup), False
+    created = False
+    if user is None:
+        try:
+            with transaction.atomic():
+                user, created = (
+                    user_model.objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD, first_name="Demo"),
+                    True,
+                )
+        except IntegrityError:  # another load_demo created it a moment ago
+            user = user_model.objects.get(**lookup)
+    if not settings.FUNNYBONE_PRODUCTION:
+        _admin_access(user)
+    return user, created
+
+
+def _admin_access(user: AbstractBaseUser) -> None:
+    from django.contrib.auth.models import Permission
+
+    if not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=DEMO_ADMIN_APPS))
 
 
 def _existing(demo: DemoStudy, owner: AbstractBaseUser) -> Study | None:

@@ -3,6 +3,7 @@
 import re
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -101,23 +102,48 @@ def expert_rater(*, user: AbstractBaseUser) -> Rater:
     return rater
 
 
-def invitation_create(*, study: Study, email: str = "") -> Invitation:
-    """A personal invitation link for one expert; the email is a note for the researcher, nothing is sent."""
-    return Invitation.objects.create(study=study, email=(email or "").strip())
+def invitation_create(*, study: Study, email: str = "", name: str = "") -> Invitation:
+    """A personal invitation link for one expert; name and email are notes for the researcher, nothing is sent."""
+    return Invitation.objects.create(study=study, email=(email or "").strip(), name=(name or "").strip())
+
+
+def invitation_taken_by_another(*, invitation: Invitation, user: AbstractBaseUser) -> bool:
+    """Whether someone other than this account accepted the invitation."""
+    return invitation.rater_id is not None and not Rater.objects.filter(pk=invitation.rater_id, user=user).exists()
 
 
 def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enrollment:
-    # Check before creating anything: opening someone else's accepted link must
-    # not turn the visitor (say, a researcher) into an expert rater.
-    existing = Rater.objects.filter(user=user).first()
-    if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
-        raise ValidationError(gettext("This invitation was already accepted by someone else."))
-    rater = existing or expert_rater(user=user)
-    if invitation.rater_id is None:
-        invitation.rater = rater
-        invitation.accepted_at = timezone.now()
-        invitation.save(update_fields=["rater", "accepted_at"])
-    return _enroll(study=invitation.study, rater=rater, params={"invitation": invitation.pk})
+    """Link the invitation to the account's expert rater and enrol it; accepting again resumes.
+
+    The invitation row is locked first: two people opening one link at once
+    cannot both accept it.
+    """
+    with transaction.atomic():
+        invitation = Invitation.objects.select_for_update().select_related("study").get(pk=invitation.pk)
+        # Check before creating anything: opening someone else's accepted link must
+        # not turn the visitor (say, a researcher) into an expert rater.
+        existing = Rater.objects.filter(user=user).first()
+        if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
+            raise ValidationError(gettext("This invitation was already accepted by someone else."))
+        rater = existing or expert_rater(user=user)
+        if invitation.rater_id is None:
+            invitation.rater = rater
+            invitation.accepted_at = timezone.now()
+            invitation.save(update_fields=["rater", "accepted_at"])
+        return _enroll(study=invitation.study, rater=rater, params={"invitation": invitation.pk})
+
+
+def expert_account_create(
+    *, invitation: Invitation, username: str, password: str, name: str, email: str = ""
+) -> tuple[AbstractBaseUser, Enrollment]:
+    """A new account for the invited expert, with the invitation accepted: both or neither.
+
+    The password is checked by the caller's form (Django's password validators).
+    """
+    user_model = get_user_model()
+    with transaction.atomic():
+        user = user_model.objects.create_user(username=username, email=email, password=password, first_name=name)
+        return user, invitation_accept(invitation=invitation, user=user)
 
 
 def enrollment_consent(*, enrollment: Enrollment) -> Enrollment:

@@ -44,10 +44,10 @@ from ..services.enrollment import (
     enrollment_consent,
     enrollment_decline,
     enrollment_instructed,
-    invitation_accept,
     preview_owner_matches,
 )
 from ..services.judgments import judgment_submit, value_from_form
+from ..services.leases import heartbeat_seconds, lease_renew
 from ..task_types import Shortcut, TaskType, get_task_type
 from ..task_types.free_text import edit_segments
 
@@ -211,7 +211,10 @@ def _item_context(
         "error": error,
         "notice": notice,
         "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "lease_url": reverse("annotator:lease", args=[study.entry_token]),
+        "heartbeat_seconds": heartbeat_seconds(),
         "preview": enrollment.rater.is_preview,
+        "expert": enrollment.rater.kind == Rater.Kind.EXPERT,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
     context.update(_item_parts(study, item))
@@ -275,32 +278,6 @@ def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
         enrollment = enroll_preview(study=study, user=request.user)
     except ValidationError as exc:
         return _message(request, _("Preview not available"), " ".join(exc.messages), status=409)
-    _remember(request, enrollment)
-    return redirect("annotator:consent", study.entry_token)
-
-
-@in_language(_invited_study_config)
-@entry_rate_limited
-@require_GET
-@login_required
-def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
-    invitation = get_object_or_404(Invitation.objects.select_related("study"), token=token)
-    study = invitation.study
-    if not study.is_open:
-        return _unavailable(request, study)
-    if invitation.rater_id is not None and not Rater.objects.filter(pk=invitation.rater_id, user=request.user).exists():
-        # Refuse before invitation_accept: it makes the account an expert rater first, which
-        # would silently turn a researcher who opened someone else's link into an annotator.
-        return _message(
-            request,
-            _("This invitation is taken"),
-            _("This invitation was already accepted by someone else."),
-            status=403,
-        )
-    try:
-        enrollment = invitation_accept(invitation=invitation, user=request.user)
-    except ValidationError as exc:
-        return _message(request, _("This invitation is taken"), " ".join(exc.messages), status=403)
     _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
@@ -429,6 +406,28 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
     context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
     template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
     return render(request, template, context, status=422 if error else 200)
+
+
+# htmx stops polling on this status: the page is told once and asks no more.
+STOP_POLLING = 286
+
+
+@never_cache
+@require_POST
+def lease(request: HttpRequest, entry_token: str) -> HttpResponse:
+    """The open item page's heartbeat: keep the rater's own current item, or tell the page it is gone."""
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    try:
+        renewal = lease_renew(enrollment=enrollment, assignment_id=int(request.POST.get("assignment", "")))
+    except (ValueError, Assignment.DoesNotExist):
+        raise Http404("No such assignment.") from None
+    if renewal.renewed:
+        return HttpResponse(status=204)
+    context = {"study": study, "reason": renewal.reason, "item_url": reverse("annotator:item", args=[entry_token])}
+    return render(request, "annotation/item.html#lease-ended", context, status=STOP_POLLING)
 
 
 def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") -> HttpResponse:

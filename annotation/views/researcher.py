@@ -23,6 +23,7 @@ from .. import selectors
 from ..access import owned_study_or_404
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
+from ..expert_panel import invitations_with_progress
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
 from ..importers import FileProblem, item_import_start
 from ..models import AuditEntry, ItemImport, Study
@@ -118,7 +119,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "entry_link": _entry_link(request, study),
         "task_title": get_task_type(study.task_type).title,
-        "invitations": study.invitations.select_related("rater").order_by("-created_at"),
+        "invitations": invitations_with_progress(study=study),
         "invitation_form": InvitationForm(),
         "n_items": study.items.filter(is_attention_check=False).count(),
         "n_checks": study.items.filter(is_attention_check=True).count(),
@@ -286,12 +287,14 @@ def invitation_new(request: HttpRequest, pk: int) -> HttpResponse:
     form = InvitationForm(request.POST)
     if form.is_valid():
         with transaction.atomic():
-            invitation = invitation_create(study=study, email=form.cleaned_data["email"])
+            invitation = invitation_create(
+                study=study, email=form.cleaned_data["email"], name=form.cleaned_data["name"]
+            )
             audit_record(
                 study=study,
                 action=AuditEntry.Action.INVITATION_CREATED,
                 actor=request.user,
-                changes={"email": [None, invitation.email]},
+                changes={"name": [None, invitation.name], "email": [None, invitation.email]},
             )
         link = request.build_absolute_uri(reverse("annotator:invite", args=[invitation.token]))
         messages.success(request, f"Invitation created: {link}")

@@ -201,7 +201,15 @@
 
   document.addEventListener("DOMContentLoaded", function () { prepare(document); });
 
+  // The lease heartbeat (item.html) polls in the background: its answers neither move focus
+  // nor speak about the user's answer; a lost lease brings its own alert.
+  function fromHeartbeat(event) {
+    var elt = event.detail && event.detail.elt;
+    return !!elt && elt.id === "lease-heartbeat";
+  }
+
   document.addEventListener("htmx:afterSettle", function (event) {
+    if (fromHeartbeat(event) || (event.target && event.target.id === "lease-heartbeat")) return;
     var card = document.getElementById("item-card");
     if (!card || !(event.target === card || card.contains(event.target) || event.target.contains(card))) return;
     status("");
@@ -219,11 +227,13 @@
     return (box && box.dataset[name]) || "";
   }
 
-  document.addEventListener("htmx:sendError", function () {
+  document.addEventListener("htmx:sendError", function (event) {
+    if (fromHeartbeat(event)) return;
     status(said("sendError"));
   });
 
-  document.addEventListener("htmx:responseError", function () {
+  document.addEventListener("htmx:responseError", function (event) {
+    if (fromHeartbeat(event)) return;
     status(said("responseError"));
   });
 

@@ -3,11 +3,10 @@
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.test import Client, override_settings
 
-from annotation.models import Enrollment, Invitation, Judgment, Rater
+from annotation.models import Enrollment, Judgment, Rater
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import judgment_submit
@@ -143,53 +142,6 @@ class TestCrowdEntry:
         assert not Rater.objects.filter(external_id="c").exists()
         other_network = Client(REMOTE_ADDR="192.0.2.9")
         assert enter(other_network, study, "c").status_code == 302
-
-
-class TestInvitationEntry:
-    @pytest.fixture
-    def expert(self, db):
-        return get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123")
-
-    def test_it_asks_a_visitor_to_log_in_first(self, client, make_study):
-        invitation = Invitation.objects.create(study=make_study())
-        response = client.get(f"/invite/{invitation.token}/")
-        assert response.status_code == 302
-        assert response["Location"] == f"/accounts/login/?next=/invite/{invitation.token}/"
-
-    def test_it_enrols_the_logged_in_expert(self, client, make_study, expert):
-        study = make_study()
-        invitation = Invitation.objects.create(study=study, email="erin@example.org")
-        client.force_login(expert)
-        response = client.get(f"/invite/{invitation.token}/")
-        assert response["Location"] == url(study, "consent")
-        enrollment = Enrollment.objects.get(study=study)
-        assert enrollment.rater.kind == Rater.Kind.EXPERT
-        assert enrollment.rater.user == expert
-        assert client.get(url(study, "consent")).status_code == 200
-
-    def test_an_invitation_accepted_by_someone_else_is_refused(self, client, make_study, expert, researcher):
-        study = make_study()
-        invitation = Invitation.objects.create(study=study)
-        client.force_login(researcher)
-        client.get(f"/invite/{invitation.token}/")
-        other = Client()
-        other.force_login(expert)
-        response = other.get(f"/invite/{invitation.token}/")
-        assert response.status_code == 403
-        assert "already accepted" in response.content.decode()
-
-    def test_the_expert_loses_access_when_logged_out(self, client, make_study, expert):
-        study = make_study()
-        invitation = Invitation.objects.create(study=study)
-        client.force_login(expert)
-        client.get(f"/invite/{invitation.token}/")
-        enrollments = client.session["funnybone_enrollments"]
-        client.logout()
-        # Even a copy of the old session data grants nothing without the account.
-        saved = client.session
-        saved["funnybone_enrollments"] = enrollments
-        saved.save()
-        assert client.get(url(study, "consent")).status_code == 403
 
 
 # -- the steps --------------------------------------------------------------------------

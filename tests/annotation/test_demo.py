@@ -101,6 +101,29 @@ class TestLoadDemo:
         assert not user.is_superuser
         assert "local use only" in output
 
+    def test_the_demo_login_reaches_the_admin_outside_production(self, client):
+        load_demo()
+        user = get_user_model().objects.get(username=DEMO_USERNAME)
+        assert user.is_staff and not user.is_superuser
+        client.force_login(user)
+        assert client.get("/admin/").status_code == 200
+        assert client.get("/admin/annotation/invitation/").status_code == 200
+        assert client.get("/admin/annotation/study/").status_code == 200
+        # Accounts stay out of its reach: it could make itself a superuser there.
+        assert client.get("/admin/auth/user/").status_code == 403
+
+    def test_an_older_demo_login_gets_the_admin_on_the_next_load(self):
+        get_user_model().objects.create_user(DEMO_USERNAME, password=DEMO_PASSWORD)
+        load_demo()
+        assert get_user_model().objects.get(username=DEMO_USERNAME).is_staff
+
+    def test_in_production_an_owner_named_for_the_demo_is_not_made_staff(self, settings, researcher):
+        settings.FUNNYBONE_PRODUCTION = True
+        call_command("load_demo", "--owner", researcher.username, stdout=io.StringIO())
+        researcher.refresh_from_db()
+        assert not researcher.is_staff
+        assert not get_user_model().objects.filter(username=DEMO_USERNAME).exists()
+
     def test_every_item_satisfies_its_study_task_type(self):
         load_demo()
         for study in Study.objects.all():

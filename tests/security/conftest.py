@@ -109,7 +109,8 @@ def world(researcher, other_researcher, expert, settings, tmp_path) -> World:
     clients["owner"].force_login(researcher)
     clients["other"].force_login(other_researcher)
     clients["expert"].force_login(expert)
-    assert clients["expert"].get(f"/invite/{invitation.token}/").status_code == 302
+    assert clients["expert"].get(f"/invite/{invitation.token}/").status_code == 200  # the accept button
+    assert clients["expert"].post(f"/invite/{invitation.token}/", {"decision": "accept"}).status_code == 302
     assert clients["expert"].post(annotator_url(study, "consent"), {"decision": "agree"}).status_code == 302
     assert clients["expert"].post(annotator_url(study, "instructions")).status_code == 302
     begin_as_crowdworker(clients["crowd"], study, "worker-1")

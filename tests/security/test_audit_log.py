@@ -110,7 +110,7 @@ class TestResearcherPages:
         rita.post(reverse("researcher:invitation_new", args=[study.pk]), {"email": "erin@example.org"})
         entry = last_entry(study)
         assert (entry.action, entry.actor) == ("invitation_created", researcher)
-        assert entry.changes == {"email": [None, "erin@example.org"]}
+        assert entry.changes == {"name": [None, ""], "email": [None, "erin@example.org"]}
         assert study.invitations.get().token not in json.dumps(entry.changes)
 
     def test_the_study_page_shows_the_last_fifty_changes(self, rita, researcher):

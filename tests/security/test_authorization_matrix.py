@@ -31,7 +31,8 @@ ROLES = ("anonymous", "crowd", "expert", "other", "owner")
 PAGE = "researcher page"  # HTML for logged-in researchers
 API = "researcher API"  # DRF: token or session
 ANNOTATOR = "annotator page"  # bound to an enrollment held in the session
-INVITE = "invitation link"  # an expert's personal link; needs an account
+INVITE = "invitation link"  # an expert's personal link; once accepted, only its expert's account opens it
+ACCOUNT = "any account"  # a page for whoever is signed in (an expert's list of studies)
 PUBLIC = "public"  # anyone, by design
 
 # Scopes of researcher URLs.
@@ -116,7 +117,9 @@ MATRIX: dict[str, Route] = {
     "annotator:entry": Route(
         PUBLIC, ("GET",), token, public_statuses=(400,), why="the study link; without PROLIFIC_PID it says so"
     ),
-    "annotator:invite": Route(INVITE, ("GET",), lambda w: {"token": w.invitation.token}),
+    "annotator:invite": Route(INVITE, ("GET", "POST"), lambda w: {"token": w.invitation.token}),
+    "annotator:expert_home": Route(ACCOUNT, ("GET",)),
+    "annotator:lease": Route(ANNOTATOR, ("POST",), token),
     "annotator:consent": Route(ANNOTATOR, ("GET", "POST"), token),
     "annotator:declined": Route(PUBLIC, ("GET",), token, public_statuses=(200,), why="a thank-you page"),
     "annotator:instructions": Route(ANNOTATOR, ("GET", "POST"), token),
@@ -308,6 +311,10 @@ def expectation(route: Route, role: str, method: str) -> tuple[str, Callable[[ob
             return "login redirect", is_login_redirect
         # Accepted by the expert: anyone else is told it is taken.
         return ("2xx/3xx", success[1]) if role == "expert" else ("403", lambda r: code(r) == 403)
+    if route.kind == ACCOUNT:
+        if role in ("anonymous", "crowd"):
+            return "login redirect", is_login_redirect
+        return success
     if route.kind == ANNOTATOR:
         if role in ("crowd", "expert"):
             return authorized
@@ -324,7 +331,7 @@ def expectation(route: Route, role: str, method: str) -> tuple[str, Callable[[ob
 
 
 def post_data(name: str, role: str, w: World) -> dict:
-    if name == "annotator:item":
+    if name in ("annotator:item", "annotator:lease"):
         # Someone else's assignment for those without one: answering it must not work.
         return {"assignment": w.assignments.get(role, w.assignments["crowd"])}
     if name == "researcher:study_state":

@@ -85,7 +85,12 @@ class TestResearcherForms:
 class TestAnnotatorForms:
     def test_every_annotator_form_refuses_a_post_without_the_token(self, world, crowd_csrf_client):
         routes = csrf_routes(ANNOTATOR)
-        assert {name for name, _m in routes} == {"annotator:consent", "annotator:instructions", "annotator:item"}
+        assert {name for name, _m in routes} == {
+            "annotator:consent",
+            "annotator:instructions",
+            "annotator:item",
+            "annotator:lease",
+        }
         for name, method in routes:
             url = reverse(name, kwargs=MATRIX[name].kwargs(world))
             assert refused_for_csrf(send(crowd_csrf_client, method, url)), name

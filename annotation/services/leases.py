@@ -1,0 +1,87 @@
+"""Keeping an item while its page is open: the short annotator lease and its renewal.
+
+A lease is short (``FUNNYBONE_LEASE_SECONDS``, three minutes by default), so an
+item whose page was closed goes back to the others within minutes. An open item
+page renews it by itself every ``heartbeat_seconds()`` (a third of the lease:
+two missed beats, say from a throttled background tab, still keep the item).
+
+Renewal touches only the rater's own leased assignment in this study; how the
+next item is chosen stays in :mod:`annotation.services.assignment`, whose room
+rule (``item_holders``) decides whether a lapsed lease can be taken up again.
+Lock order as there: the rater's enrollment, then the item, then the assignment.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Assignment, Enrollment, Item
+from .assignment import item_holders
+
+
+def lease_seconds() -> int:
+    return settings.FUNNYBONE_LEASE_SECONDS
+
+
+def heartbeat_seconds() -> int:
+    """How often an open item page renews its lease."""
+    return max(1, lease_seconds() // 3)
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """The outcome of one heartbeat.
+
+    ``reason`` is "" when renewed, "done" when the item was already answered,
+    "closed" when the study no longer takes answers (or the rater's session
+    ended), and "lost" when the lease ran out and the item went to someone else.
+    """
+
+    renewed: bool
+    reason: str = ""
+    expires_at: datetime | None = None
+
+
+def lease_renew(*, enrollment: Enrollment, assignment_id: int, now: datetime | None = None) -> Renewal:
+    """Extend the rater's lease on this assignment, or say why it cannot be.
+
+    Raises ``Assignment.DoesNotExist`` for an assignment that is not this
+    rater's in this study: nobody renews someone else's lease.
+    """
+    with transaction.atomic():
+        locked = (
+            Enrollment.objects.select_for_update(of=("self",)).select_related("study", "rater").get(pk=enrollment.pk)
+        )
+        # The clock once the rater's lock is held, as in judgment_submit.
+        now = now or timezone.now()
+        assignment = Assignment.objects.select_related("item").get(
+            pk=assignment_id, study_id=locked.study_id, rater_id=locked.rater_id
+        )
+        if assignment.state == Assignment.State.DONE:
+            return Renewal(False, "done")
+        if locked.ended_early or locked.completed_at or not locked.study.is_open:
+            return Renewal(False, "closed")
+        if assignment.state != Assignment.State.LEASED:
+            return Renewal(False, "lost")
+        if assignment.lease_expires_at <= now and not _room_again(locked, assignment, now):
+            # Let the place go now, as the next item request would: the page is told at once.
+            Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.LEASED).update(
+                state=Assignment.State.RELEASED
+            )
+            return Renewal(False, "lost")
+        expires_at = now + timedelta(seconds=lease_seconds())
+        Assignment.objects.filter(pk=assignment.pk).update(lease_expires_at=expires_at)
+        return Renewal(True, expires_at=expires_at)
+
+
+def _room_again(enrollment: Enrollment, assignment: Assignment, now: datetime) -> bool:
+    """Whether a lapsed lease may be taken up again: nobody filled the item's place meanwhile."""
+    item = assignment.item
+    if item.is_attention_check or enrollment.rater.is_preview:
+        return True
+    # Wait for the item's row: a request leasing it to someone else must finish counting first.
+    Item.objects.select_for_update().filter(pk=item.pk).first()
+    return item_holders(item.pk, now, exclude_id=assignment.pk) < enrollment.study.quota_per_item

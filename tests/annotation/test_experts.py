@@ -1,0 +1,288 @@
+"""Expert onboarding: an invitation link creates the expert's account or signs them in, accepts, and resumes."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+
+from annotation.expert_panel import expert_studies, invitations_with_progress
+from annotation.models import Enrollment, Invitation, Judgment, Rater
+from annotation.services.assignment import next_assignment
+from annotation.services.enrollment import invitation_accept, invitation_create
+from annotation.services.judgments import judgment_submit
+from annotation.services.studies import study_set_state
+from tests.annotation.test_annotator_flow import csrf_from, url
+
+pytestmark = pytest.mark.django_db
+
+GOOD_PASSWORD = "laughing-gas-2026"
+
+
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def expert(db):
+    return get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123", first_name="Erin")
+
+
+def invite_url(invitation) -> str:
+    return f"/invite/{invitation.token}/"
+
+
+def sign_up(client, invitation, **fields):
+    page = client.get(invite_url(invitation))
+    data = {
+        "name": "Dr. Erin Expert",
+        "email": "erin@example.org",
+        "username": "erin-e",
+        "password1": GOOD_PASSWORD,
+        "password2": GOOD_PASSWORD,
+        **fields,
+        "csrfmiddlewaretoken": csrf_from(page),
+    }
+    return client.post(invite_url(invitation), data)
+
+
+class TestSignUpFromTheLink:
+    def test_a_stranger_sees_the_study_and_a_form_to_create_an_account(self, client, make_study):
+        study = make_study(name="Pun panel")
+        invitation = invitation_create(study=study, name="Dr. Erin Expert")
+        response = client.get(invite_url(invitation))
+        html = response.content.decode()
+        assert response.status_code == 200
+        assert "Pun panel" in html and "This invitation is for Dr. Erin Expert." in html
+        assert 'name="password1"' in html and 'name="username"' in html
+        assert f'href="/accounts/login/?next={invite_url(invitation)}"' in html
+        assert not get_user_model().objects.filter(username="erin-e").exists()
+
+    def test_creating_the_account_accepts_and_starts_at_consent(self, make_study):
+        study = make_study()
+        invitation = invitation_create(study=study)
+        client = Client(enforce_csrf_checks=True)
+        response = sign_up(client, invitation)
+        assert response.status_code == 302
+        assert response["Location"] == url(study, "consent")
+        user = get_user_model().objects.get(username="erin-e")
+        assert user.check_password(GOOD_PASSWORD) and user.get_full_name() == "Dr. Erin Expert"
+        assert not user.is_staff
+        invitation.refresh_from_db()
+        assert invitation.rater.user == user and invitation.rater.kind == Rater.Kind.EXPERT
+        assert invitation.rater.name == "Dr. Erin Expert"
+        assert Enrollment.objects.get(study=study).rater == invitation.rater
+        # Signed in and enrolled: the study's steps open.
+        assert client.get(url(study, "consent")).status_code == 200
+
+    @pytest.mark.parametrize(
+        ("fields", "field", "message"),
+        [
+            ({"password1": "short", "password2": "short"}, "password2", "too short"),
+            ({"password1": "password123", "password2": "password123"}, "password2", "too common"),
+            ({"password1": "12345678901", "password2": "12345678901"}, "password2", "entirely numeric"),
+            ({"password2": "something-else-2026"}, "password2", "didn’t match"),
+            ({"password1": "erin-e-2026", "password2": "erin-e-2026"}, "password2", "too similar"),
+            ({"name": ""}, "name", "required"),
+            ({"username": "rita"}, "username", "already exists"),
+        ],
+    )
+    def test_it_refuses_a_bad_account_with_the_fields_message_and_writes_nothing(
+        self, client, make_study, fields, field, message
+    ):
+        invitation = invitation_create(study=make_study())
+        users_before = get_user_model().objects.count()
+        response = sign_up(client, invitation, **fields)
+        assert response.status_code == 400
+        assert message in " ".join(response.context["form"].errors[field])
+        assert get_user_model().objects.count() == users_before
+        invitation.refresh_from_db()
+        assert invitation.rater is None and not Rater.objects.exists()
+
+    def test_the_signup_needs_the_csrf_token(self, make_study):
+        invitation = invitation_create(study=make_study())
+        client = Client(enforce_csrf_checks=True)
+        client.get(invite_url(invitation))
+        data = {"name": "X", "username": "x-user", "password1": GOOD_PASSWORD, "password2": GOOD_PASSWORD}
+        response = client.post(invite_url(invitation), data)
+        assert response.status_code == 403
+        assert not get_user_model().objects.filter(username="x-user").exists()
+
+    def test_an_accepted_link_sends_a_stranger_to_sign_in_not_to_sign_up(self, client, make_study, expert):
+        invitation = invitation_create(study=make_study())
+        invitation_accept(invitation=invitation, user=expert)
+        response = client.get(invite_url(invitation))
+        assert response.status_code == 302
+        assert response["Location"] == f"/accounts/login/?next={invite_url(invitation)}"
+        posted = client.post(invite_url(invitation), {"username": "intruder", "password1": GOOD_PASSWORD})
+        assert posted.status_code == 302 and "/accounts/login/" in posted["Location"]
+        assert not get_user_model().objects.filter(username="intruder").exists()
+
+    def test_a_closed_study_takes_no_new_experts(self, client, make_study):
+        study = make_study()
+        invitation = invitation_create(study=study)
+        study_set_state(study=study, state=study.State.CLOSED)
+        response = client.get(invite_url(invitation))
+        assert "no longer accepting" in response.content.decode()
+        assert 'name="password1"' not in response.content.decode()
+
+    def test_an_unknown_token_is_404(self, client):
+        assert client.get("/invite/not-a-real-token/").status_code == 404
+
+
+class TestSignInAndAccept:
+    def test_a_signed_in_expert_accepts_with_a_click(self, client, make_study, expert):
+        study = make_study()
+        invitation = invitation_create(study=study)
+        client.force_login(expert)
+        page = client.get(invite_url(invitation))
+        assert page.status_code == 200
+        assert "You are signed in as erin." in page.content.decode()
+        assert not Rater.objects.exists()  # opening the link accepts nothing
+        response = client.post(invite_url(invitation), {"decision": "accept"})
+        assert response["Location"] == url(study, "consent")
+        enrollment = Enrollment.objects.get(study=study)
+        assert (enrollment.rater.kind, enrollment.rater.user) == (Rater.Kind.EXPERT, expert)
+
+    def test_signing_in_from_the_link_comes_back_to_it(self, make_study, expert):
+        invitation = invitation_create(study=make_study())
+        client = Client()
+        login_page = client.get(f"/accounts/login/?next={invite_url(invitation)}")
+        response = client.post(
+            "/accounts/login/",
+            {
+                "username": "erin",
+                "password": "erin-password-123",
+                "next": invite_url(invitation),
+                "csrfmiddlewaretoken": csrf_from(login_page),
+            },
+        )
+        assert response["Location"] == invite_url(invitation)
+
+    def test_an_invitation_accepted_by_someone_else_is_refused(self, client, make_study, expert, researcher):
+        invitation = invitation_create(study=make_study())
+        client.force_login(researcher)
+        client.post(invite_url(invitation), {"decision": "accept"})
+        other = Client()
+        other.force_login(expert)
+        for response in (other.get(invite_url(invitation)), other.post(invite_url(invitation), {"decision": "accept"})):
+            assert response.status_code == 403
+            assert "already accepted" in response.content.decode()
+        assert not Rater.objects.filter(user=expert).exists()
+
+    def test_two_accepts_of_one_link_leave_one_expert(self, make_study, expert, researcher):
+        from django.core.exceptions import ValidationError
+
+        invitation = invitation_create(study=make_study())
+        invitation_accept(invitation=invitation, user=expert)
+        stale = Invitation.objects.get(pk=invitation.pk)
+        stale.rater_id = None  # as read by a second request before the first accepted
+        with pytest.raises(ValidationError):
+            invitation_accept(invitation=stale, user=researcher)
+        invitation.refresh_from_db()
+        assert invitation.rater.user == expert
+
+    def test_the_expert_loses_access_when_signed_out(self, client, make_study, expert):
+        study = make_study()
+        invitation = invitation_create(study=study)
+        client.force_login(expert)
+        client.post(invite_url(invitation), {"decision": "accept"})
+        enrollments = client.session["funnybone_enrollments"]
+        client.logout()
+        # Even a copy of the old session data grants nothing without the account.
+        saved = client.session
+        saved["funnybone_enrollments"] = enrollments
+        saved.save()
+        assert client.get(url(study, "consent")).status_code == 403
+
+
+class TestPauseAndReturn:
+    def _expert_at_work(self, client, make_study, expert, answers=2):
+        study = make_study(n_items=4, quota_per_item=3)
+        invitation = invitation_create(study=study, name="Erin")
+        client.force_login(expert)
+        client.post(invite_url(invitation), {"decision": "accept"})
+        enrollment = Enrollment.objects.get(study=study)
+        client.post(url(study, "consent"), {"decision": "agree"})
+        client.post(url(study, "instructions"))
+        for _ in range(answers):
+            held = next_assignment(enrollment=enrollment).assignment
+            judgment_submit(assignment=held, rater=enrollment.rater, value={"rating": 2})
+        return study, invitation, enrollment
+
+    def test_the_link_brings_the_expert_back_to_their_next_item(self, client, make_study, expert):
+        study, invitation, _ = self._expert_at_work(client, make_study, expert)
+        client.logout()
+        client.force_login(expert)
+        response = client.get(invite_url(invitation), follow=True)
+        assert response.redirect_chain[-1][0] == url(study, "item")
+        assert "2 of 4 done" in response.content.decode()
+
+    def test_signing_in_without_the_link_lands_on_the_experts_studies(self, make_study, expert):
+        client = Client()
+        study, invitation, _ = self._expert_at_work(client, make_study, expert)
+        client.logout()
+        login_page = client.get("/accounts/login/")
+        response = client.post(
+            "/accounts/login/",
+            {"username": "erin", "password": "erin-password-123", "csrfmiddlewaretoken": csrf_from(login_page)},
+        )
+        assert response["Location"] == reverse("annotator:expert_home")
+        home = client.get(response["Location"]).content.decode()
+        assert study.name in home and "2 of 4" in home
+        assert f'href="{invite_url(invitation)}"' in home
+
+    def test_a_researcher_still_lands_on_the_researcher_pages(self, researcher):
+        client = Client()
+        login_page = client.get("/accounts/login/")
+        response = client.post(
+            "/accounts/login/",
+            {"username": "rita", "password": "rita-password-123", "csrfmiddlewaretoken": csrf_from(login_page)},
+        )
+        assert response["Location"] == reverse("researcher:study_list")
+
+    def test_the_item_page_offers_the_expert_a_pause(self, client, make_study, expert):
+        study, _invitation, _ = self._expert_at_work(client, make_study, expert, answers=0)
+        html = client.get(url(study, "item")).content.decode()
+        assert f'href="{reverse("annotator:expert_home")}"' in html and "Pause" in html
+
+    def test_the_experts_studies_page_needs_an_account(self, client):
+        response = client.get(reverse("annotator:expert_home"))
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+    def test_the_experts_studies_lists_only_their_own(self, client, make_study, expert, researcher):
+        self._expert_at_work(client, make_study, expert)
+        other = get_user_model().objects.create_user("olga", password="olga-password-123")
+        assert expert_studies(user=other) == []
+        [row] = expert_studies(user=expert)
+        assert (row.progress.done, row.finished) == (2, False)
+
+
+class TestResearcherSeesThePanel:
+    def test_the_study_page_lists_invitations_with_acceptance_and_progress(self, make_study, expert):
+        study = make_study(n_items=3, quota_per_item=2)
+        accepted = invitation_create(study=study, name="Erin", email="erin@example.org")
+        invitation_create(study=study, name="Pat (not yet)")
+        enrollment = invitation_accept(invitation=accepted, user=expert)
+        held = next_assignment(enrollment=enrollment).assignment
+        judgment_submit(assignment=held, rater=enrollment.rater, value={"rating": 1})
+
+        rows = {i.name: i for i in invitations_with_progress(study=study)}
+        assert rows["Erin"].n_judged == 1 and rows["Erin"].last_answer_at == Judgment.objects.get().created_at
+        assert rows["Pat (not yet)"].n_judged == 0 and rows["Pat (not yet)"].accepted_at is None
+
+        owner = Client()
+        owner.force_login(study.owner)
+        html = owner.get(reverse("researcher:study_detail", args=[study.pk])).content.decode()
+        assert "Pat (not yet)" in html and "not yet" in html
+        assert "Erin on" in html and "1 of 3" in html
+
+    def test_the_researcher_names_the_invitation(self, make_study):
+        study = make_study()
+        owner = Client()
+        owner.force_login(study.owner)
+        owner.post(reverse("researcher:invitation_new", args=[study.pk]), {"name": "Prof. Ha Ha", "email": ""})
+        assert Invitation.objects.get().name == "Prof. Ha Ha"
