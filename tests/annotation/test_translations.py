@@ -10,13 +10,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.conf import settings
 from django.template import Variable, engines
 from django.templatetags.i18n import BlockTranslateNode, TranslateNode
 
 from annotation.languages import annotator_language
+from annotation.protocols import protocol_import, study_from_template
+from annotation.protocols.oogiri_benchmark import benchmark_tasks_build
+from annotation.services.imported_judgments import judgments_import
 from annotation.services.studies import ItemSpec
+from tests.protocols.test_oogiri_ground_truth import simulated_votes, voting_csv
 
 from .test_annotator_flow import begin, csrf_from, fresh_rate_limits, url  # noqa: F401
 from .test_annotator_item import item_page, open_study, submit
@@ -218,3 +223,33 @@ class TestAnnotatorPagesInTheStudyLanguage:
         assert page.status_code == 400
         text = page.content.decode()
         assert "このリンクには参加者IDが必要です" in text and "<code>{{%PROLIFIC_PID%}}</code>" in text
+
+
+class TestTemplateTextsInTheStudyLanguage:
+    def test_a_chumor_study_gets_chinese_texts_and_an_english_one_the_originals(self, researcher):
+        chinese = study_from_template(owner=researcher, template="chumor-explanation", name="zh")
+        english = study_from_template(
+            owner=researcher, template="chumor-explanation", name="en", config={"language": "en"}
+        )
+        assert "“没有完全解释清楚”" in chinese.instructions_text
+        assert 'choose "Does not fully explain"' in english.instructions_text
+        assert english.consent_text.startswith("You will read short jokes")
+
+    def test_a_text_given_with_the_study_is_kept_as_given(self, researcher):
+        study = study_from_template(owner=researcher, template="oogiri-voting", name="v", consent_text="Our own words.")
+        assert study.consent_text == "Our own words."
+        assert "3票" in study.instructions_text
+
+    @pytest.mark.parametrize(("voting_language", "expected"), [(None, "ja"), ("en", "en")])
+    def test_benchmark_studies_speak_the_language_of_their_voting_study(self, researcher, voting_language, expected):
+        config = {"language": voting_language} if voting_language else {}
+        voting = study_from_template(owner=researcher, template="oogiri-voting", name="votes", config=config)
+        assert protocol_import(study=voting, data=voting_csv(), filename="voting.csv").ok
+        judgments_import(study=voting, judgments=simulated_votes(np.random.default_rng(11)))
+        built = benchmark_tasks_build(study=voting, owner=researcher, seed=5)
+        assert built and {study.config["language"] for study in built.values()} == {expected}
+        binary = built["binary"]
+        if expected == "ja":
+            assert "面白いか面白くないか" in binary.instructions_text
+        else:
+            assert binary.instructions_text.startswith("You will see a prompt and one answer to it.")
