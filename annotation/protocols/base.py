@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
+from django.utils import translation
 
+from ..languages import annotator_language
 from ..models import Study
 from ..services.studies import ItemSpec, study_create
 
@@ -63,6 +65,8 @@ class StudyTemplate:
 
 
 TEMPLATES: dict[str, StudyTemplate] = {}
+# The settings annotators read: a template's are stored in the study's language (study_from_template).
+STUDY_TEXTS = ("consent_text", "instructions_text")
 
 
 def register_template(template: StudyTemplate) -> StudyTemplate:
@@ -99,14 +103,25 @@ def study_from_template(
     config: dict[str, Any] | None = None,
     **settings: Any,
 ) -> Study:
-    """A new draft study with the template's settings; ``settings`` override them one by one."""
+    """A new draft study with the template's settings; ``settings`` override them one by one.
+
+    The template's consent and instruction texts are stored in the study's language when
+    the catalog has them (they are marked with ``gettext_noop``): annotators read them, and
+    the researcher can edit them like any text of their own.
+    """
     chosen = get_template(template)
     merged_config = {**chosen.config, **(config or {})}
+    with translation.override(annotator_language(merged_config)):
+        texts = {
+            name: translation.gettext(text)
+            for name in STUDY_TEXTS
+            if isinstance(text := chosen.settings.get(name), str) and text
+        }
     return study_create(
         owner=owner,
         name=name,
         task_type=chosen.task_type,
         config=merged_config,
         actor=actor,
-        **{"description": chosen.description, **chosen.settings, **settings, "protocol": chosen.key},
+        **{"description": chosen.description, **chosen.settings, **texts, **settings, "protocol": chosen.key},
     )

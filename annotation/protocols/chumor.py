@@ -260,12 +260,13 @@ register_template(
             "attention_check_rate": 0.0,
             "attention_check_policy": Study.AttentionPolicy.FLAG,
             "attention_check_max_failures": 0,
-            "consent_text": (
+            # Stored in the study's language (Chinese by default) when the study is created.
+            "consent_text": gettext_noop(
                 "You will read short jokes, each followed by an explanation, and say whether the explanation "
                 "gets the joke. Some jokes play on culture, sounds or the shapes of characters. No personal "
                 "information is collected beyond your answers, and you may stop at any time."
             ),
-            "instructions_text": (
+            "instructions_text": gettext_noop(
                 'Read the joke first, then the explanation. Choose "Fully explains" only if the explanation '
                 "says what actually makes the joke funny — the double meaning, the sound-alike, the cultural "
                 "reference or the twist — and says it correctly. If it gets the point only in part, gets it "
@@ -305,11 +306,11 @@ register_template(
             "attention_check_rate": 0.0,
             "attention_check_policy": Study.AttentionPolicy.FLAG,
             "attention_check_max_failures": 0,
-            "consent_text": (
+            "consent_text": gettext_noop(
                 "You will read short jokes, each with two explanations, and say which explanation is better. "
                 "No personal information is collected beyond your answers, and you may stop at any time."
             ),
-            "instructions_text": (
+            "instructions_text": gettext_noop(
                 "Read the joke and both explanations. Pick the one that makes clearer, and more correctly, why "
                 'the joke is funny. If neither is better, choose "Equally good". The two explanations appear '
                 "in a different random order for every person. Keys 1, 2 and 3."

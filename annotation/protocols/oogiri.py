@@ -48,32 +48,35 @@ TASK_OPTIONS = {"binary": 1, "same": 2, "diff": 2, "triple": 3, "quad": 4}
 DEFAULT_MIN_TOTAL_VOTES = 100
 IMPORTED_VOTES = "imported_votes"
 
-VOTING_CONSENT = (
+# What annotators read, marked for translation: a study from these templates stores them in its
+# language (Japanese by default, OOGIRI-MASTER being a Japanese corpus; study_from_template).
+JAPANESE = {"language": "ja"}
+VOTING_CONSENT = gettext_noop(
     "You are invited to a research study on what makes answers to comedy prompts funny. "
     "You will read prompts, each followed by many short answers written by other people, "
     "and vote for the ones you like. It takes about as long as you wish to spend. Your votes "
     "are stored with a random identifier, never your name, and are used only for research. "
     "You may stop at any time without giving a reason."
 )
-VOTING_INSTRUCTIONS = (
+VOTING_INSTRUCTIONS = gettext_noop(
     "Each screen shows one prompt and its answers. You have three votes for that prompt: give "
     "them to the answers you find funniest. You may give two or all three votes to the same "
     "answer if it deserves them, and you need not use all three. Nobody can see how many votes "
     "an answer already has until voting ends, so go by your own taste."
 )
-CROWD_CONSENT = (
+CROWD_CONSENT = gettext_noop(
     "You are invited to a short research study on humour. You will read answers to comedy "
     "prompts and make quick choices about them. A few questions check that you are reading "
     "carefully; answers from people who miss them are set aside. Your answers are stored with "
     "a random identifier only and used for research. You may stop at any time."
 )
-BINARY_INSTRUCTIONS = (
+BINARY_INSTRUCTIONS = gettext_noop(
     "You will see a prompt and one answer to it. Decide whether the answer is funny or not "
     "funny, going by your first reaction. Some screens tell you exactly which button to press: "
     "please do as they say."
 )
-CHOICE_INSTRUCTIONS = (
-    "You will see a prompt and {n} answers in a random order. Pick the one that is the funniest "
+CHOICE_INSTRUCTIONS = gettext_noop(
+    "You will see a prompt and a few answers to it in a random order. Pick the one that is the funniest "
     "answer to this prompt. An answer that does not fit the prompt is not the right pick, however "
     "funny it is elsewhere. Some screens tell you exactly which answer to pick: please do as they say."
 )
@@ -253,7 +256,7 @@ register_template(
             "are left out; the top three and bottom three answers of the rest feed the benchmark tasks."
         ),
         task_type="vote_allocation",
-        config={"max_votes": 3, "allow_repeat": True},
+        config={**JAPANESE, "max_votes": 3, "allow_repeat": True},
         settings={
             "quota_per_item": 60,
             "item_order": Study.ItemOrder.RANDOM_PER_RATER,
@@ -287,12 +290,12 @@ for _task, _key in TASKS.items():
                 "Gold = the top-voted answer of this prompt."
             ),
             task_type=BinaryLabel.name if _task == BINARY_TASK else PickOne.name,
-            config=_BINARY_CONFIG
+            config={**JAPANESE, **_BINARY_CONFIG}
             if _task == BINARY_TASK
-            else {"question": gettext_noop("Which answer is the funniest answer to this prompt?")},
+            else {**JAPANESE, "question": gettext_noop("Which answer is the funniest answer to this prompt?")},
             settings={
                 **CROWD_SETTINGS,
-                "instructions_text": BINARY_INSTRUCTIONS if _task == BINARY_TASK else CHOICE_INSTRUCTIONS.format(n=_n),
+                "instructions_text": BINARY_INSTRUCTIONS if _task == BINARY_TASK else CHOICE_INSTRUCTIONS,
             },
             analyses={"task": _task, "options": _n, "chance": 0.5 if _n == 1 else 1 / _n},
             importer=benchmark_importer,

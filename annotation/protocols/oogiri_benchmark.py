@@ -16,10 +16,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from ..languages import items_language
 from ..models import Candidate, Item, Judgment, Rater, Study
 from ..services.studies import CandidateSpec, ItemSpec, items_create
 from .base import study_from_template
@@ -268,7 +270,11 @@ def benchmark_tasks_build(
             if not items:
                 continue
             benchmark = study_from_template(
-                owner=owner, template=TASKS[task], name=f"{study.name} — {TASK_TITLES[task]}"
+                owner=owner,
+                template=TASKS[task],
+                name=f"{study.name} — {TASK_TITLES[task]}",
+                # The voting study's answers, so its language (English when it names none).
+                config={"language": items_language(study.config) or settings.LANGUAGE_CODE},
             )
             items_create(study=benchmark, items=items + (_attention_checks(task) if attention_checks else []))
             built[task] = benchmark

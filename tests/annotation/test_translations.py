@@ -8,18 +8,39 @@ import ast
 import gettext
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.conf import settings
 from django.template import Variable, engines
 from django.templatetags.i18n import BlockTranslateNode, TranslateNode
+from django.utils import timezone
 
 from annotation.languages import annotator_language
-from annotation.services.studies import ItemSpec
+from annotation.models import Assignment
+from annotation.protocols import protocol_import, study_from_template
+from annotation.protocols.oogiri_benchmark import benchmark_tasks_build
+from annotation.services.assignment import next_assignment
+from annotation.services.enrollment import enroll_crowdworker
+from annotation.services.imported_judgments import judgments_import
+from annotation.services.judgments import judgment_submit
+from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_set_state
+from tests.protocols.test_oogiri_ground_truth import simulated_votes, voting_csv
 
-from .test_annotator_flow import begin, csrf_from, fresh_rate_limits, url  # noqa: F401
+from .test_annotator_flow import (  # noqa: F401
+    answer_all,
+    assignment_from,
+    begin,
+    csrf_from,
+    enter,
+    fresh_rate_limits,
+    post_from_page,
+    url,
+)
 from .test_annotator_item import item_page, open_study, submit
+from .test_completion_codes import fill_up
 
 LOCALES = {"zh-hans": "zh_Hans", "ja": "ja"}
 TEMPLATES_DIR = Path(settings.BASE_DIR) / "templates"
@@ -218,3 +239,111 @@ class TestAnnotatorPagesInTheStudyLanguage:
         assert page.status_code == 400
         text = page.content.decode()
         assert "このリンクには参加者IDが必要です" in text and "<code>{{%PROLIFIC_PID%}}</code>" in text
+
+
+class TestTemplateTextsInTheStudyLanguage:
+    def test_a_chumor_study_gets_chinese_texts_and_an_english_one_the_originals(self, researcher):
+        chinese = study_from_template(owner=researcher, template="chumor-explanation", name="zh")
+        english = study_from_template(
+            owner=researcher, template="chumor-explanation", name="en", config={"language": "en"}
+        )
+        assert "“没有完全解释清楚”" in chinese.instructions_text
+        assert 'choose "Does not fully explain"' in english.instructions_text
+        assert english.consent_text.startswith("You will read short jokes")
+
+    def test_a_text_given_with_the_study_is_kept_as_given(self, researcher):
+        study = study_from_template(owner=researcher, template="oogiri-voting", name="v", consent_text="Our own words.")
+        assert study.consent_text == "Our own words."
+        assert "3票" in study.instructions_text
+
+    @pytest.mark.parametrize(("voting_language", "expected"), [(None, "ja"), ("en", "en")])
+    def test_benchmark_studies_speak_the_language_of_their_voting_study(self, researcher, voting_language, expected):
+        config = {"language": voting_language} if voting_language else {}
+        voting = study_from_template(owner=researcher, template="oogiri-voting", name="votes", config=config)
+        assert protocol_import(study=voting, data=voting_csv(), filename="voting.csv").ok
+        judgments_import(study=voting, judgments=simulated_votes(np.random.default_rng(11)))
+        built = benchmark_tasks_build(study=voting, owner=researcher, seed=5)
+        assert built and {study.config["language"] for study in built.values()} == {expected}
+        binary = built["binary"]
+        if expected == "ja":
+            assert "面白いか面白くないか" in binary.instructions_text
+        else:
+            assert binary.instructions_text.startswith("You will see a prompt and one answer to it.")
+
+
+def no_english_ui(page: str) -> None:
+    visible = re.sub(r"<[^>]+>", " ", page)
+    assert not [english for english in ENGLISH_UI if english in visible], visible
+
+
+class TestEveryEndingInTheStudyLanguage:
+    def test_a_full_study_says_so_in_japanese(self, csrf_client, make_study):
+        study = make_study(n_items=1, quota_per_item=1, config={"language": "ja"}, no_work_code="EMPTY-JA")
+        fill_up(study)
+        page = csrf_client.get(enter(csrf_client, study, "late-comer")["Location"], follow=True).content.decode()
+        assert "残りの問題はありません" in page and "完了コード：" in page and "EMPTY-JA" in page
+        no_english_ui(page)
+
+    def test_a_session_ended_by_attention_checks_says_so_in_japanese(self, csrf_client, make_study):
+        study = make_study(
+            n_items=2, attention_check_rate=0.5, attention_check_policy="end", open_=False, config={"language": "ja"}
+        )
+        check = ItemSpec(external_id="check", text="0 を押してください。", gold={"rating": 0}, is_attention_check=True)
+        items_create(study=study, items=[check])
+        study_set_state(study=study, state="open")
+        begin(csrf_client, study)
+        answer_all(csrf_client, study, {"rating": "3"})
+        page = csrf_client.get(url(study, "done")).content.decode()
+        assert "セッションが終了しました" in page and "確認用の問題" in page
+        no_english_ui(page)
+
+    def test_a_closed_study_and_a_decline_say_so_in_chinese(self, csrf_client, make_study):
+        study = make_study(n_items=2, config={"language": "zh"})
+        begin(csrf_client, study)
+        study_set_state(study=study, state="closed")
+        page = csrf_client.get(url(study, "item"), follow=True).content.decode()
+        assert "这项研究已经结束" in page and "感谢你的回答，它们都已保存。" in page
+        other = make_study(n_items=1, name="declined", config={"language": "zh"})
+        enter(csrf_client, other, "no-thanks")
+        page = post_from_page(csrf_client, url(other, "consent"), {"decision": "decline"}, follow=True)
+        assert "感谢你考虑参加这项研究" in page.content.decode() and "我改主意了" in page.content.decode()
+
+    def test_waiting_for_leased_items_and_a_late_answer_are_explained_in_chinese(self, csrf_client, make_study):
+        study = make_study(n_items=1, quota_per_item=1, config={"language": "zh"})
+        squatter = enroll_crowdworker(study=study, participant_id="squatter")
+        next_assignment(enrollment=squatter)
+        begin(csrf_client, study, "real-worker")
+        page = csrf_client.get(url(study, "item")).content.decode()
+        assert "稍后可能会有新的题目" in page and "本页面每 15 秒检查一次" in page and "立即检查" in page
+        no_english_ui(page)
+
+        late = make_study(n_items=1, quota_per_item=1, name="late", config={"language": "zh"})
+        begin(csrf_client, late, "slow-worker")
+        item = csrf_client.get(url(late, "item"))
+        mine = Assignment.objects.get(pk=assignment_from(item))
+        Assignment.objects.filter(pk=mine.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        quicker = enroll_crowdworker(study=late, participant_id="quicker")
+        judgment_submit(
+            assignment=next_assignment(enrollment=quicker).assignment, rater=quicker.rater, value={"rating": 1}
+        )
+        form = {"rating": "2", "assignment": mine.pk, "csrfmiddlewaretoken": csrf_from(item)}
+        page = csrf_client.post(url(late, "item"), form, follow=True).content.decode()
+        assert "你停留太久，这一题已经交给了别人；这是下一题。" in page and "没有剩余的题目" in page
+
+    def test_the_leaderboard_is_in_japanese(self, client, researcher):
+        items = [
+            ItemSpec(
+                external_id="p1",
+                prompt="猫の社長の口ぐせは？",
+                candidates=[CandidateSpec("a", "昼寝は仕事です"), CandidateSpec("b", "にゃ")],
+            )
+        ]
+        study = open_study(researcher, "vote_allocation", items, config={"language": "ja"})
+        worker = enroll_crowdworker(study=study, participant_id="voter-1")
+        assignment = next_assignment(enrollment=worker).assignment
+        judgment_submit(assignment=assignment, rater=worker.rater, value={"votes": {"a": 2, "b": 1}})
+        open_page = client.get(url(study, "leaderboard")).content.decode()
+        assert "結果は投票終了後に公開されます。" in open_page
+        study_set_state(study=study, state="closed")
+        page = client.get(url(study, "leaderboard")).content.decode()
+        assert "合計 3 票" in page and "2 票" in page and '<html lang="ja">' in page

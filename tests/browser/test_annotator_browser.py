@@ -133,12 +133,13 @@ class TestCrowdworkerPath:
         page.goto(f"{live_server.url}/s/{pairwise.entry_token}/?PROLIFIC_PID=PW-77&STUDY_ID=S-1&SESSION_ID=SE-1")
         assert page.url.endswith("/consent/")
         seen.append(page.content())
-        page.get_by_role("button", name="I agree").click()
+        # The study's language is Chinese, so are its pages (test_study_language_browser.py checks them).
+        page.get_by_role("button", name="我同意").click()
         page.wait_for_url("**/instructions/")
         seen.append(page.content())
         page.screenshot(path=str(SCREENSHOTS / "funnybone-instructions-375.png"), full_page=True)
-        assert page.locator("table.shortcut-list").inner_text().count("Choose") == 3
-        page.get_by_role("button", name="Start").click()
+        assert page.locator("table.shortcut-list").inner_text().count("选择") == 3
+        page.get_by_role("button", name="开始").click()
         page.wait_for_url("**/item/")
         seen.append(page.content())
 

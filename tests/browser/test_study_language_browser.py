@@ -2,6 +2,8 @@
 and the key badges a touch screen has no use for."""
 
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -10,6 +12,8 @@ from annotation.demo.builder import load_demo
 from annotation.models import Judgment, Study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = Path(tempfile.gettempdir())
 
 # The pages' own English words (not the study's texts): none may show on a translated study's pages.
 ENGLISH_UI = re.compile(
@@ -88,6 +92,8 @@ class TestStudiesInTheirLanguage:
             assert_in_language(
                 page, "zh-hans", "哪个解释把笑话讲得更清楚？", "笑话", "解释 1", "解释 2", "一样好", "已完成"
             )
+            if answered == 0:
+                page.screenshot(path=str(SCREENSHOTS / "funnybone-zh-item.png"), full_page=True, caret="initial")
             finished = answer(page, lambda: page.locator("button[name=choice]").first.click())
             answered += 1
         assert answered == study.items.count() == 5
@@ -106,12 +112,15 @@ class TestStudiesInTheirLanguage:
             assert_in_language(
                 page, "ja", "いちばん面白い回答に投票してください", "持ち票は3票です", "残りの票", "完了"
             )
+            if answered == 0:
+                page.screenshot(path=str(SCREENSHOTS / "funnybone-ja-item.png"), full_page=True, caret="initial")
             page.get_by_role("button", name="回答 1 に1票入れる").click()
             page.get_by_role("button", name="回答 2 に1票入れる").click()
             finished = answer(page, lambda: page.get_by_role("button", name="投票を送信する").click())
             answered += 1
         assert answered == study.items.count() == 2
         assert_in_language(page, "ja", "ありがとうございました！", "完了コード：", "コードをコピー")
+        page.screenshot(path=str(SCREENSHOTS / "funnybone-ja-done.png"), full_page=True, caret="initial")
         assert page.locator("#completion-code").inner_text() == "DEMO-OOGIRI-JA"
         votes = Judgment.objects.filter(study=study, rater__external_id="ja-worker-1")
         assert [sum(j.value["votes"].values()) for j in votes] == [2, 2]

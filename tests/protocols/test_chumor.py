@@ -67,8 +67,10 @@ class TestTemplates:
         assert [o["label"] for o in labels_study.config["options"]] == ["Fully explains", "Does not fully explain"]
         assert labels_study.config["positive"] == "good"
         assert (labels_study.quota_per_item, labels_study.item_order) == (5, Study.ItemOrder.RANDOM_PER_RATER)
-        assert "Fully explains" in labels_study.instructions_text
-        assert labels_study.consent_text
+        # A Chinese study: its instructions name the labels as the annotators see them.
+        assert labels_study.config["language"] == "zh"
+        assert "“完全解释清楚”" in labels_study.instructions_text
+        assert "笑话" in labels_study.consent_text
 
     def test_the_preference_study_asks_three_annotators_in_random_order(self, preference_study):
         assert preference_study.task_type == "pairwise"
