@@ -57,7 +57,7 @@ from annotation.jobs import (
     stale_jobs,
     stale_jobs_recover,
 )
-from annotation.models import Item, Judgment, Study
+from annotation.models import Enrollment, Item, Judgment, Study
 
 from .models import StudyReport
 
@@ -114,24 +114,25 @@ def study_inputs(*, study: Study, linked: bool = False) -> dict[str, Any]:
     """What a report of the study is computed from, in a few numbers.
 
     Judgments per status (a retried failure that became OK changes them), the
-    newest judgment id (an added judgment), and the items' count and newest id;
+    newest judgment id (an added judgment), the items' count and newest id, and
+    how many raters are excluded (the attention-check policy's groups);
     with ``linked``, over the study and its linked studies together (a protocol
     report of a contest reads its tournaments' verdicts). A judgment's value
     edited in place without a status change is not seen.
     """
     studies = {"study_id__in": linked_study_ids(study)} if linked else {"study_id": study.pk}
-    by_status: dict[str, int] = {}
-    last = 0
-    for row in Judgment.objects.filter(**studies).values("status").annotate(n=Count("id"), last=Max("id")):
-        by_status[row["status"]] = row["n"]
-        last = max(last, row["last"] or 0)
-    items = Item.objects.filter(**studies).aggregate(n=Count("id"), last=Max("id"))
+    judgments = Judgment.objects.filter(**studies)
+    # Two queries, not one: the counts come from the (study, status) index alone, the newest id from the key's.
+    by_status = dict(judgments.order_by().values_list("status").annotate(n=Count("*")))
+    last = judgments.aggregate(last=Max("id"))["last"] or 0
+    items = Item.objects.filter(**studies).aggregate(n=Count("*"), last=Max("id"))
     return {
         "judgments": sum(by_status.values()),
         "by_status": dict(sorted(by_status.items())),
         "last_judgment": last,
         "items": items["n"],
         "last_item": items["last"] or 0,
+        "excluded_raters": Enrollment.objects.filter(excluded=True, **studies).count(),
     }
 
 

@@ -21,6 +21,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django_htmx.http import retarget
 
 from annotation.access import owned_study_or_404
 from annotation.models import Study
@@ -265,7 +266,10 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
     }
     template = "ratings/study_analysis.html"
     partial = bool(request.htmx) and not request.htmx.history_restore_request
-    if partial and request.htmx.target == "subset" and shown.result:
-        # The subset form swaps in only its own result.
-        return render(request, f"{template}#subset", context)
+    if partial and request.htmx.target == "subset":
+        if shown.result:
+            # The subset form swaps in only its own result.
+            return render(request, f"{template}#subset", context)
+        # Not computed yet for this k: the whole analysis part says so and polls.
+        return retarget(render(request, f"{template}#analysis", context), "#analysis")
     return render(request, f"{template}#analysis" if partial else template, context)

@@ -14,7 +14,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from annotation.models import Rater
+from annotation.models import Judgment, Rater
 from judging.rankings import standing_rows
 from judging.services.judges import judge_find_or_create
 from ratings.leaderboards import judge_leaderboard
@@ -23,7 +23,8 @@ from ratings.protocols import protocol_report, report_from_stored, report_json
 from ratings.tasks import study_report_task
 from ratings.views import analysis_result
 from tests.judging.test_one_leaderboard import played
-from tests.ratings.test_selectors import add_rater, rate_all
+from tests.ratings.test_alignment import binary_study
+from tests.ratings.test_selectors import add_rater, judge, rate_all
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +208,33 @@ class TestProtocolReport:
         stored = StudyReport.objects.get(study=study, kind="protocol")
         direct = report_json(protocol_report(study=study))
         assert report_json(report_from_stored(study, stored.result)) == direct
+
+
+class TestUndefinedMCC:
+    def test_the_alignment_page_says_why_a_judges_mcc_is_undefined(self, owner, researcher):
+        study = binary_study(researcher)
+        items = list(study.items.order_by("position"))
+        truth = ["good", "bad", "good", "bad"]
+        for name in ("ann", "bob", "cat"):
+            rater = add_rater(study, name)
+            for item, label in zip(items, truth, strict=True):
+                judge(study, rater, item, {"label": label})
+        mute = add_rater(study, "mute", Rater.Kind.LLM)  # every answer unparseable
+        for item in items:
+            judge(study, mute, item, None, status=Judgment.Status.UNPARSEABLE)
+        yes_man = add_rater(study, "yes-man", Rater.Kind.LLM)  # always "good"
+        for item in items:
+            judge(study, yes_man, item, {"label": "good"})
+
+        html = text(owner.get(f"/alignment/{study.slug}/?reference=humans").content.decode())
+        assert "undefined (the judge gave no usable answers)" in html
+        assert "undefined (the judge answered one class only)" in html
+        assert "-1.000" not in html
+        report = StudyReport.objects.get(study=study, kind="alignment").result
+        rows = {row["label"]: row["vs_majority"] for row in report["overall"]["judges"]}
+        assert (rows["mute"]["mcc"], rows["mute"]["mcc_undefined"]) == (None, "the judge gave no usable answers")
+        assert (rows["yes-man"]["mcc"], rows["yes-man"]["mcc_undefined"]) == (
+            None,
+            "the judge answered one class only",
+        )
+        assert rows["yes-man"]["accuracy"] == 0.5
