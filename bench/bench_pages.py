@@ -127,6 +127,9 @@ def main() -> int:
                 for table in ("annotation_judgment", "annotation_assignment", "annotation_item"):
                     cursor.execute(f"VACUUM ANALYZE {table}")
     study = Study.objects.get(pk=study_pk)
+    from ratings.models import StudyReport
+
+    StudyReport.objects.filter(study=study).delete()  # every run starts with no stored figures
     n_items = Item.objects.filter(study=study).count()
     n_judgments = Judgment.objects.filter(study=study).count()
     owner = study.owner

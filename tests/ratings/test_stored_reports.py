@@ -23,6 +23,7 @@ from ratings.protocols import protocol_report, report_from_stored, report_json
 from ratings.tasks import study_report_task
 from ratings.views import analysis_result
 from tests.judging.test_one_leaderboard import played
+from tests.ratings.alignment_helpers import build_ordinal
 from tests.ratings.test_alignment import binary_study
 from tests.ratings.test_selectors import add_rater, judge, rate_all
 
@@ -238,3 +239,51 @@ class TestUndefinedMCC:
             "the judge answered one class only",
         )
         assert rows["yes-man"]["accuracy"] == 0.5
+
+
+class TestAlignmentPage:
+    def test_new_judgments_mark_the_report_out_of_date_and_it_is_recomputed_without_a_click(
+        self, owner, researcher, by_worker, django_capture_on_commit_callbacks
+    ):
+        study, _raters = build_ordinal(researcher)
+        url = f"/alignment/{study.slug}/"
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            assert "Computing…" in owner.get(url).content.decode()
+        run_queued(callbacks)
+        assert "up to date" in text(owner.get(url).content.decode())
+        late = add_rater(study, "late")
+        for item in study.items.filter(is_attention_check=False)[:2]:
+            judge(study, late, item, {"rating": 1})
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            html = text(owner.get(url).content.decode())
+        assert "out of date, 2 new judgments since; recomputing…" in html
+        assert "Quadratic κ" in html  # the previous figures stay visible meanwhile
+        assert len(callbacks) == 1
+        run_queued(callbacks)
+        report = StudyReport.objects.get(study=study, kind="alignment")
+        assert report.status == "done" and report.result_inputs["judgments"] == report.inputs["judgments"]
+        assert "up to date" in text(owner.get(url).content.decode())
+
+    def test_a_stale_failure_is_retried_once_the_judgments_change(
+        self, owner, researcher, by_worker, django_capture_on_commit_callbacks, monkeypatch
+    ):
+        study, _raters = build_ordinal(researcher)
+        url = f"/alignment/{study.slug}/"
+
+        def unavailable(**kwargs):
+            raise RuntimeError("the bootstrap ran out of memory")
+
+        monkeypatch.setattr("ratings.alignment.tasks.compute_alignment", unavailable)
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            owner.get(url)
+        run_queued(callbacks)
+        html = text(owner.get(url).content.decode())
+        assert "The last computation failed: RuntimeError: the bootstrap ran out of memory" in html
+        assert "There are no figures to show" in html
+        monkeypatch.undo()
+        judge(study, add_rater(study, "late"), study.items.filter(is_attention_check=False).first(), {"rating": 2})
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            html = text(owner.get(url).content.decode())
+        assert "computation failed" not in html and "Computing…" in html
+        run_queued(callbacks)
+        assert "Quadratic κ" in text(owner.get(url).content.decode())
