@@ -179,19 +179,6 @@ class Shown:
         """The page should ask again shortly: a computation is queued or running."""
         return self.computing
 
-    def as_dict(self) -> dict[str, Any]:
-        """How current the figures are, for JSON answers."""
-        report = self.report
-        return {
-            "status": report.status,
-            "current": self.current,
-            "computed_at": report.computed_at.isoformat() if report.computed_at else None,
-            "computed_from_judgments": self.computed_judgments,
-            "judgments_now": self.inputs["judgments"],
-            "new_judgments": self.new_judgments,
-            "error": report.error or None,
-        }
-
 
 def report_show(*, study: Study, kind: str, params: dict[str, Any], inline: bool = True, force: bool = False) -> Shown:
     """The stored report of ``kind`` for ``params``, asking for a recomputation when its inputs changed.
