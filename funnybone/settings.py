@@ -171,6 +171,9 @@ SECURE_CSP = {
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 10 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 FUNNYBONE_EXPORT_INLINE_MAX = env_int("FUNNYBONE_EXPORT_INLINE_MAX", 20_000)
+# Stored reports (analysis, alignment, protocol, tournament) of studies with at most this many
+# judgments are computed in the page's request when out of date; bigger ones only by a worker.
+FUNNYBONE_REPORT_INLINE_JUDGMENTS = env_int("FUNNYBONE_REPORT_INLINE_JUDGMENTS", 5_000)
 FUNNYBONE_IMPORT_MAX_BYTES = env_int("FUNNYBONE_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
 # Item and protocol files up to this size are imported while the researcher waits; bigger ones by a worker.
 FUNNYBONE_IMPORT_INLINE_MAX_BYTES = env_int("FUNNYBONE_IMPORT_INLINE_MAX_BYTES", 1024 * 1024)

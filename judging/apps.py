@@ -7,10 +7,15 @@ class JudgingConfig(AppConfig):
 
     def ready(self) -> None:
         from ratings.alignment.judges import register_price_source
+        from ratings.cached import register_kind
+        from ratings.models import StudyReport
 
+        from .rankings import tournament_figures
         from .selectors import judge_prices
         from .study_file import register
 
         register()
         # ratings may not import judging; judging tells it where judges' prices are.
         register_price_source(judge_prices)
+        # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.
+        register_kind(StudyReport.Kind.TOURNAMENT, tournament_figures)

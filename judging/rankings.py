@@ -9,10 +9,15 @@ closed vocabulary, and of its losses carrying each failure feature.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from annotation.models import Study
+from ratings.cached import Progress
+from ratings.leaderboards import judge_leaderboard
+from ratings.reports import to_plain
 from ratings.stats.bradley_terry import bradley_terry
 from ratings.stats.features import feature_tallies
-from ratings.stats.leaderboard import Leaderboard, MatchVerdict, Standing, printed_row
+from ratings.stats.leaderboard import Leaderboard, MatchVerdict, Standing, position_summary, printed_row
 
 from .prompts.builtin import DELIVERY_FEATURES, FAILURE_FEATURES, HUMOR_MECHANISMS
 
@@ -51,3 +56,33 @@ def standing_rows(board: Leaderboard, verdicts: Sequence[MatchVerdict]) -> list[
         losses = {f: tallies.loss_share(s.name, f) for f in FAILURE_FEATURES} if tallies.losses[s.name] else {}
         rows.append(StandingRow(standing=s, printed=printed_row(s), win_features=wins, loss_features=losses))
     return rows
+
+
+def tournament_figures(study: Study, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """A tournament's leaderboard as plain values: the stored report (kind ``tournament``) its page reads.
+
+    ``params["rater_id"]`` is the tournament judge's rater; ``study`` its match study.
+    """
+    progress(0.05, "reading the verdicts")
+    board, verdicts = judge_leaderboard(study=study, rater_id=params["rater_id"])
+    if board is None:
+        return {"verdicts": len(verdicts), "board": None, "standings": [], "warnings": [], "position": ""}
+    progress(0.9, "feature tallies")
+    rows = standing_rows(board, verdicts)
+    return to_plain(
+        {
+            "verdicts": len(verdicts),
+            "board": {
+                "n_resamples": board.n_resamples,
+                "n_orderings": board.n_orderings,
+                "seed": board.seed,
+                "position": {"warning": board.position.warning},
+            },
+            "standings": [
+                {"printed": row.printed, "win_features": row.win_features, "loss_features": row.loss_features}
+                for row in rows
+            ],
+            "warnings": list(board.warnings),
+            "position": position_summary(board.position),
+        }
+    )

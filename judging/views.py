@@ -18,12 +18,12 @@ from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.models import Candidate, Study
 from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
-from ratings.leaderboards import judge_leaderboard
-from ratings.stats.leaderboard import PRINTED_COLUMNS, position_summary
+from ratings.cached import report_show
+from ratings.models import StudyReport
+from ratings.stats.leaderboard import PRINTED_COLUMNS
 
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
-from .rankings import standing_rows
 from .selectors import judge_version_rows, run_failure_reasons, run_progress, run_unit_rows
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
@@ -314,16 +314,25 @@ def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tournament = get_owned_or_404(
         Tournament.objects.select_related("judge", "source_study", "match_study"), user=request.user, pk=pk
     )
-    board, verdicts = judge_leaderboard(study=tournament.match_study, rater_id=tournament.judge.rater_id)
+    # The leaderboard is a stored report recomputed by a worker when verdicts arrive (ratings.cached);
+    # the page's 2-second poll (an htmx request) only reads it, never computes.
+    shown = report_show(
+        study=tournament.match_study,
+        kind=StudyReport.Kind.TOURNAMENT,
+        params={"rater_id": tournament.judge.rater_id},
+        inline=not request.htmx,
+    )
+    figures = shown.result or {}
     context = {
         "tournament": tournament,
-        "board": board,
-        "standings": standing_rows(board, verdicts) if board else [],
-        "warnings": board.warnings if board else [],
-        "position": position_summary(board.position) if board else "",
+        "shown": shown,
+        "board": figures.get("board"),
+        "standings": figures.get("standings", []),
+        "warnings": figures.get("warnings", []),
+        "position": figures.get("position", ""),
         "columns": PRINTED_COLUMNS,
         "matches": tournament.match_study.items.count(),
-        "verdicts": len(verdicts),
+        "verdicts": figures.get("verdicts", 0),
         "runs": tournament.runs.order_by("pk"),
         "human_check_form": HumanCheckForm(),
     }

@@ -58,18 +58,25 @@ class Export(LeasedJob):
         return min(99, int(100 * self.rows_written / self.rows_expected))
 
 
-# -- Alignment reports (ratings/alignment.py) ------------------------------------------------
-# Kept apart from the exports above: the last computed judge-vs-human alignment
-# report of a study for one set of parameters, so the page can show it (with
-# its timestamp) without recomputing, and a worker can fill it in the background.
+# -- Reports kept per change of their inputs (ratings/cached.py) ---------------------------------
+# The last computed report of one kind (alignment, analysis, protocol, tournament) for a study and one
+# set of parameters, with the fingerprint of the judgments it was computed from, so a page shows it
+# (and whether it is still current) without recomputing, and a worker fills it in the background.
 
 
-class AlignmentReport(LeasedJob):
+class StudyReport(LeasedJob):
+    class Kind(models.TextChoices):
+        ALIGNMENT = "alignment", "Alignment report"
+        ANALYSIS = "analysis", "Analysis page"
+        PROTOCOL = "protocol", "Protocol report"
+        TOURNAMENT = "tournament", "Tournament leaderboard"
+
     # status, claimed_by, attempts, started_at, heartbeat_at and finished_at come from LeasedJob.
     Status = JobStatus
 
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="alignment_reports")
-    params_key = models.CharField(max_length=64, help_text="Digest of ``params``; one report per study and key.")
+    kind = models.CharField(max_length=20, choices=Kind)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="reports")
+    params_key = models.CharField(max_length=64, help_text="Digest of ``params``; one report per study, kind and key.")
     params = models.JSONField(default=dict)
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done while running.")
     stage = models.CharField(max_length=200, blank=True)
@@ -77,17 +84,41 @@ class AlignmentReport(LeasedJob):
     error = models.TextField(blank=True)
     requested_at = models.DateTimeField(auto_now_add=True)
     computed_at = models.DateTimeField(null=True, blank=True, help_text="When ``result`` was computed.")
+    inputs = models.JSONField(
+        default=dict, blank=True, help_text="Fingerprint of the judgments the latest computation was asked for."
+    )
+    result_inputs = models.JSONField(
+        null=True, blank=True, help_text="Fingerprint of the judgments ``result`` was computed from."
+    )
 
     class Meta(LeasedJob.Meta):
         ordering = ["-requested_at"]
         constraints = [
             *LeasedJob.Meta.constraints,
-            models.UniqueConstraint(fields=["study", "params_key"], name="alignment_report_unique_params"),
+            models.UniqueConstraint(fields=["study", "kind", "params_key"], name="study_report_unique_params"),
         ]
 
     def __str__(self) -> str:
-        return f"alignment report {self.pk} of {self.study} ({self.status})"
+        return f"{self.get_kind_display()} {self.pk} of {self.study} ({self.status})"
 
     @property
     def is_active(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+class AlignmentReportManager(models.Manager):
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(kind=StudyReport.Kind.ALIGNMENT)
+
+
+class AlignmentReport(StudyReport):
+    """The alignment reports among the study reports (judges against a human reference)."""
+
+    objects = AlignmentReportManager()
+
+    class Meta:
+        proxy = True
+
+    def save(self, *args, **kwargs) -> None:
+        self.kind = StudyReport.Kind.ALIGNMENT
+        super().save(*args, **kwargs)

@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The protocol report page: the paper's tables and figures for a study made from a protocol template.
 
-The report is recomputed from the judgments on each request; figures are
-embedded in the page as PNG and offered as PNG/SVG downloads, and the whole
-report downloads as a workbook (one sheet per table).
+The report is a stored report (``ratings.cached``, kind ``protocol``):
+computed once per change of the study's judgments by a worker (in the request
+for a small study) and read by the page, which says when it is out of date and
+polls while it is recomputed. Figures are embedded in the page as PNG and
+offered as PNG/SVG downloads, and the whole report downloads as a workbook
+(one sheet per table); downloads use the stored report while it is current and
+compute afresh otherwise, so a file never holds out-of-date figures.
 """
 
 from __future__ import annotations
 
-import base64
 import io
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,12 +21,42 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.access import owned_study_or_404
+from annotation.models import Study
 
-from .protocols import NoProtocolReport, protocol_report, write_report_workbook
+from .cached import Progress, ReportUnavailable, Shown, report_show
+from .models import StudyReport
+from .protocols import (
+    NoProtocolReport,
+    ProtocolReport,
+    has_report,
+    protocol_report,
+    report_from_stored,
+    report_stored,
+    write_report_workbook,
+)
 
 
-def _report(request: HttpRequest, slug: str):
+def compute_report(study: Study, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """The registered computation of ``protocol`` reports."""
+    progress(0.05, "computing the protocol's tables and figures")
+    try:
+        return report_stored(protocol_report(study=study))
+    except NoProtocolReport as exc:
+        raise ReportUnavailable(str(exc)) from None
+
+
+def _shown(request: HttpRequest, slug: str, *, inline: bool) -> tuple[Study, Shown]:
     study = owned_study_or_404(request, slug=slug)
+    if not has_report(study):
+        raise Http404(f"Study {study.slug!r} follows no protocol template with a report.")
+    return study, report_show(study=study, kind=StudyReport.Kind.PROTOCOL, params={}, inline=inline)
+
+
+def _current_report(request: HttpRequest, slug: str) -> ProtocolReport:
+    """For a download: the stored report if it is current, else one computed now."""
+    study, shown = _shown(request, slug, inline=True)
+    if shown.current:
+        return report_from_stored(study, shown.result)
     try:
         return protocol_report(study=study)
     except NoProtocolReport as exc:
@@ -32,23 +66,39 @@ def _report(request: HttpRequest, slug: str):
 @require_GET
 @login_required
 def protocol_report_page(request: HttpRequest, slug: str) -> HttpResponse:
-    report = _report(request, slug)
-    sections = [
-        {
-            "section": section,
-            "figures": [{"figure": f, "data": base64.b64encode(f.plot.png).decode("ascii")} for f in section.figures],
-        }
-        for section in report.sections
-    ]
-    return render(
-        request, "ratings/protocol_report.html", {"study": report.study, "report": report, "sections": sections}
+    poll = bool(request.GET.get("poll"))
+    study, shown = _shown(request, slug, inline=not poll)
+    report = report_from_stored(study, shown.result) if shown.result else None
+    sections = (
+        [
+            {
+                "section": section,
+                "figures": [
+                    {"figure": f, "data": stored["png"]}
+                    for f, stored in zip(section.figures, raw["figures"], strict=True)
+                ],
+            }
+            for section, raw in zip(report.sections, shown.result["sections"], strict=True)
+        ]
+        if report
+        else []
     )
+    context = {
+        "study": study,
+        "report": report,
+        "sections": sections,
+        "shown": shown,
+        "poll_url": f"{request.path}?poll=1",
+    }
+    if request.htmx and not request.htmx.history_restore_request:
+        return render(request, "ratings/protocol_report.html#body", context)
+    return render(request, "ratings/protocol_report.html", context)
 
 
 @require_GET
 @login_required
 def protocol_figure(request: HttpRequest, slug: str, key: str, fmt: str) -> HttpResponse:
-    report = _report(request, slug)
+    report = _current_report(request, slug)
     figure = report.figure(key)
     if figure is None or fmt not in ("png", "svg"):
         raise Http404("No such figure.")
@@ -63,7 +113,7 @@ def protocol_figure(request: HttpRequest, slug: str, key: str, fmt: str) -> Http
 @require_GET
 @login_required
 def protocol_workbook(request: HttpRequest, slug: str) -> HttpResponse:
-    report = _report(request, slug)
+    report = _current_report(request, slug)
     stream = io.BytesIO()
     write_report_workbook(report, stream)
     response = HttpResponse(

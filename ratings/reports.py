@@ -323,10 +323,12 @@ def alignment_report(
         warnings.extend(f"{name}: {w}" for w in result.warnings)
 
     report["accuracy"] = accuracy(ref, pred)
+    report["mcc"] = report["mcc_undefined"] = None
     if cats.size == 2:
-        report["mcc"] = binary_scores(ref, pred, positive=float(cats[1]), negative=float(cats[0])).mcc
-    else:
-        report["mcc"] = None
+        scores = binary_scores(ref, pred, positive=float(cats[1]), negative=float(cats[0]))
+        report["mcc"], report["mcc_undefined"] = scores.mcc, scores.mcc_undefined
+        if scores.mcc_undefined:
+            warnings.append(f"MCC is undefined: {scores.mcc_undefined}")
     report["rmse"] = rmse(r, p) if r.size else None
     report["warnings"] = warnings
     return report

@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The study analysis page: agreement for a rater group, rating distributions,
 rater-subset selection, aggregated labels and, for pairwise studies, the
-Bradley–Terry leaderboard. Everything is recomputed from the judgments on each
-request. An htmx request renders only the part of the page it targets.
+Bradley–Terry leaderboard. An htmx request renders only the part of the page it targets.
+
+The figures are a stored report (``ratings.cached``, kind ``analysis``):
+:func:`analysis_result` computes them once per change of the study's
+judgments, in a worker (or in the request for a small study), and the page
+reads them, saying when they are out of date and polling while they are
+recomputed.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -15,11 +21,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django_htmx.http import retarget
 
 from annotation.access import owned_study_or_404
 from annotation.models import Study
 from annotation.task_types import Level, get_task_type
 
+from .cached import Progress, report_show
+from .models import StudyReport
 from .reports import (
     AnalysisError,
     best_worst_report,
@@ -28,6 +37,7 @@ from .reports import (
     rating_distributions,
     study_agreement,
     subset_report,
+    to_plain,
 )
 from .selectors import (
     GROUPS,
@@ -92,7 +102,7 @@ def _distributions(data: StudyMatrix) -> list[dict[str, Any]]:
     counts = rating_distributions(data.values, categories=data.scale.codes)
     return [
         {
-            "rater": rater,
+            "rater": asdict(rater),
             "counts": row.tolist(),
             "total": int(row.sum()),
             "chart": _bar_chart(row, data.scale.names),
@@ -168,18 +178,63 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
     return report
 
 
-def _best_worst_analysis(
-    request: HttpRequest, study: Study, group: str, rater_ids: list[int] | None, context: dict[str, Any]
-) -> HttpResponse:
-    """Best–worst studies: counting scores per contestant and agreement on each pick, no rating matrix."""
+def analysis_result(
+    *, study: Study, group: str, rater_ids: list[int] | None, k: int, tie: str, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Every figure of the analysis page for one rater group, as plain JSON values (the stored report)."""
+    progress = progress or (lambda fraction, message: None)
+    task_type = get_task_type(study.task_type)
+    progress(0.05, "reading the judgments")
+    if task_type.level == Level.BEST_WORST:
+        try:
+            report = json_ready(best_worst_report(study_best_worst(study=study, group=group, rater_ids=rater_ids)))
+        except AnalysisError as exc:
+            report = {"error": str(exc)}
+        return {"best_worst": report}
     try:
-        report = json_ready(best_worst_report(study_best_worst(study=study, group=group, rater_ids=rater_ids)))
-    except AnalysisError as exc:
-        report = {"error": str(exc)}
-    context["best_worst"] = report
-    template = "ratings/study_analysis.html"
-    partial = bool(request.htmx) and not request.htmx.history_restore_request
-    return render(request, f"{template}#analysis" if partial else template, context)
+        data = study_rating_matrix(study=study, group=group, rater_ids=rater_ids)
+    except NoNumericCoding as exc:
+        return {"unsupported": str(exc)}
+    progress(0.2, "selecting a rater subset")
+    subset = _subset(data, k)
+    progress(0.4, "agreement")
+    agreement = json_ready(study_agreement(study=study, group=group, rater_ids=rater_ids, matrix=data))
+    figures = agreement["agreement"] or {}
+    progress(0.6, "aggregating labels")
+    result: dict[str, Any] = {
+        "raters": [asdict(r) for r in data.raters],
+        "subset": subset,
+        "icc_rows": [(FORM_LABELS[name], entry) for name, entry in figures.get("icc", {}).items()],
+        "scale_names": list(data.scale.names),
+        "agreement": agreement,
+        "distributions": _distributions(data),
+        "distributions_truncated": len(data.raters) > RATER_ROWS,
+        "aggregates": _aggregates(data, tie),
+        "aggregates_truncated": len(data.item_labels) > ITEM_ROWS,
+        "nominal": bool(data.scale.nominal),
+    }
+    if task_type.level == Level.PAIRWISE:
+        progress(0.75, "Bradley–Terry leaderboard")
+        result["leaderboard"] = _leaderboard(study, group, rater_ids)
+    return to_plain(result)
+
+
+def compute_report(study: Study, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """The registered computation of ``analysis`` reports (``ratings.cached``)."""
+    return analysis_result(
+        study=study,
+        group=params["group"],
+        rater_ids=params["rater_ids"],
+        k=params["k"],
+        tie=params["tie"],
+        progress=progress,
+    )
+
+
+def _poll_url(request: HttpRequest) -> str:
+    query = request.GET.copy()
+    query["poll"] = "1"
+    return f"{request.path}?{query.urlencode()}"
 
 
 @require_GET
@@ -193,43 +248,28 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
     rater_ids = form.value("rater", None)
     k = form.value("k", 3)
     tie = form.value("tie", "higher")
+    params = {"group": group, "rater_ids": sorted(rater_ids) if rater_ids else None, "k": k, "tie": tie}
+    shown = report_show(study=study, kind=StudyReport.Kind.ANALYSIS, params=params, inline=not request.GET.get("poll"))
     context: dict[str, Any] = {
         "study": study,
         "task_type": task_type,
         "form": form,
         "group": group,
         "k": k,
+        "tie_label": TIE_RULES[tie],
+        "rater_rows": RATER_ROWS,
+        "item_rows": ITEM_ROWS,
         "show_rater_picker": 0 < len(raters) <= RATER_ROWS,
+        "shown": shown,
+        "poll_url": _poll_url(request),
+        **(shown.result or {}),
     }
-    if task_type.level == Level.BEST_WORST:
-        return _best_worst_analysis(request, study, group, rater_ids, context)
-    try:
-        data = study_rating_matrix(study=study, group=group, rater_ids=rater_ids)
-    except NoNumericCoding as exc:
-        context["unsupported"] = str(exc)
-        return render(request, "ratings/study_analysis.html", context)
     template = "ratings/study_analysis.html"
     partial = bool(request.htmx) and not request.htmx.history_restore_request
-    context["subset"] = _subset(data, k)
     if partial and request.htmx.target == "subset":
-        # The subset form swaps in only its own result; the rest of the page is not recomputed.
-        return render(request, f"{template}#subset", context)
-    agreement = json_ready(study_agreement(study=study, group=group, rater_ids=rater_ids, matrix=data))
-    figures = agreement["agreement"] or {}
-    context.update(
-        data=data,
-        icc_rows=[(FORM_LABELS[name], entry) for name, entry in figures.get("icc", {}).items()],
-        scale_names=data.scale.names,
-        agreement=agreement,
-        distributions=_distributions(data),
-        distributions_truncated=len(data.raters) > RATER_ROWS,
-        rater_rows=RATER_ROWS,
-        aggregates=_aggregates(data, tie),
-        aggregates_truncated=len(data.item_labels) > ITEM_ROWS,
-        item_rows=ITEM_ROWS,
-        nominal=data.scale.nominal,
-        tie_label=TIE_RULES[tie],
-    )
-    if task_type.level == Level.PAIRWISE:
-        context["leaderboard"] = _leaderboard(study, group, rater_ids)
+        if shown.result:
+            # The subset form swaps in only its own result.
+            return render(request, f"{template}#subset", context)
+        # Not computed yet for this k: the whole analysis part says so and polls.
+        return retarget(render(request, f"{template}#analysis", context), "#analysis")
     return render(request, f"{template}#analysis" if partial else template, context)

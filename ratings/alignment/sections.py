@@ -96,14 +96,25 @@ def ordinal_section(block: Block, points: Sequence[float], *, n_resamples: int, 
 def _label_scores(reference: np.ndarray, pred: np.ndarray, codes: np.ndarray, binary: bool) -> dict[str, Any]:
     """Accuracy (missing = wrong), and for binary labels MCC, FPR, FNR; kappa on answered items."""
     n = int(reference.size)
-    out: dict[str, Any] = {"n": n, "accuracy": None, "correct": 0, "mcc": None, "fpr": None, "fnr": None, "kappa": None}
+    out: dict[str, Any] = {
+        "n": n,
+        "accuracy": None,
+        "correct": 0,
+        "mcc": None,
+        "mcc_undefined": None,
+        "fpr": None,
+        "fnr": None,
+        "kappa": None,
+    }
     if n == 0:
         return out
     correct = int(np.sum(reference == pred))
     out.update(accuracy=correct / n, correct=correct)
     if binary:
         scores = binary_scores(reference, pred, positive=float(codes[1]), negative=float(codes[0]))
-        out.update(mcc=finite(scores.mcc), fpr=finite(scores.fpr), fnr=finite(scores.fnr))
+        out.update(
+            mcc=finite(scores.mcc), mcc_undefined=scores.mcc_undefined, fpr=finite(scores.fpr), fnr=finite(scores.fnr)
+        )
     present = ~np.isnan(pred)
     if present.sum() >= 2:
         out["kappa"] = finite(cohen_kappa(reference[present], pred[present], labels=codes))

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The alignment report page: judges against a human reference, with figures.
 
-The page shows the last stored report for the chosen parameters and when it
-was computed; "Recompute" asks for a fresh one (inline for small studies,
-else in a Celery worker while the page polls with htmx). Figures are PNG or
+The page shows the last stored report for the chosen parameters, when it was
+computed and whether judgments changed since (``ratings.cached``): a report
+that is out of date is recomputed by a Celery worker (in the request for
+small studies) while the page polls with htmx; "Recompute" asks again by hand. Figures are PNG or
 SVG files drawn from the arrays stored with the report. Only the study's
 owner sees any of it; everyone else gets a 404.
 """
@@ -26,21 +27,20 @@ from annotation.models import Study
 from annotation.task_types import get_task_type
 
 from .. import plots
-from ..models import AlignmentReport
+from ..cached import Shown, report_show
+from ..models import AlignmentReport, StudyReport
 from ..selectors import study_raters
 from . import (
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
     Family,
-    count_judgments,
     family_flags,
     metadata_keys,
     study_judges,
     task_family,
 )
 from .judges import judge_comparison
-from .tasks import INLINE_JUDGMENTS, report_for, report_request
 
 TEMPLATE = "ratings/alignment/report.html"
 JUDGES_TEMPLATE = "ratings/alignment/judges.html"
@@ -168,10 +168,25 @@ def _figures(study: Study, report: AlignmentReport) -> list[dict[str, str]]:
     return figures
 
 
+def _show(study: Study, params: AlignmentParams, *, poll: bool = False, force: bool = False) -> Shown:
+    """The stored report for ``params``, recomputed when the judgments changed (never in a poll's request)."""
+    return report_show(
+        study=study, kind=StudyReport.Kind.ALIGNMENT, params=params.as_dict(), inline=not poll, force=force
+    )
+
+
+def _polled(request: HttpRequest) -> bool:
+    return bool(request.GET.get("poll"))
+
+
 def _context(
-    request: HttpRequest, study: Study, form: AlignmentForm, params: AlignmentParams, report
+    request: HttpRequest, study: Study, form: AlignmentForm, params: AlignmentParams, shown: Shown
 ) -> dict[str, Any]:
+    report = shown.report
+    poll_url = f"{reverse('alignment:status', args=[study.slug, report.pk])}?{_query(params)}&poll=1"
     return {
+        "shown": shown,
+        "poll_url": poll_url,
         "study": study,
         "form": form,
         "params": params,
@@ -195,10 +210,7 @@ def alignment_report(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, TEMPLATE, {"study": study, "unsupported": str(exc)})
     form = _form(study, request.GET)
     params = form.params(study.seed)
-    report = report_for(study=study, params=params)
-    if report is None and count_judgments(study=study) <= INLINE_JUDGMENTS:
-        report = report_request(study=study, params=params, inline=True)
-    context = _context(request, study, form, params, report)
+    context = _context(request, study, form, params, _show(study, params, poll=_polled(request)))
     template = TEMPLATE
     if request.htmx and not request.htmx.history_restore_request:
         template = f"{TEMPLATE}#report"
@@ -215,9 +227,9 @@ def alignment_recompute(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("no alignment report for this task type") from None
     form = _form(study, request.POST)
     params = form.params(study.seed)
-    report = report_request(study=study, params=params)
+    shown = _show(study, params, force=True)
     if request.htmx:
-        return render(request, f"{TEMPLATE}#report", _context(request, study, form, params, report))
+        return render(request, f"{TEMPLATE}#report", _context(request, study, form, params, shown))
     return redirect(f"{reverse('alignment:report', args=[study.slug])}?{_query(params)}")
 
 
@@ -228,7 +240,9 @@ def alignment_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     study = owned_study_or_404(request, slug=slug)
     report = get_object_or_404(AlignmentReport, pk=pk, study=study)
     form = _form(study, request.GET)
-    return render(request, f"{TEMPLATE}#report", _context(request, study, form, form.params(study.seed), report))
+    params = form.params(study.seed)
+    shown = report_show(study=study, kind=report.kind, params=report.params, inline=False)
+    return render(request, f"{TEMPLATE}#report", _context(request, study, form, params, shown))
 
 
 def _draw(result: dict[str, Any], name: str) -> plots.Plot:
@@ -290,10 +304,13 @@ def _comparison_params(form: AlignmentForm, study: Study) -> AlignmentParams:
     return replace(form.params(study.seed), judge_ids=(), breakdown="")
 
 
-def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentParams, report) -> dict[str, Any]:
-    result = report.result if report else None
+def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentParams, shown: Shown) -> dict[str, Any]:
+    report = shown.report
+    result = report.result
     rows = judge_comparison(study=study, result=result) if result and result.get("overall") else []
     return {
+        "shown": shown,
+        "poll_url": f"{reverse('alignment:judges', args=[study.slug])}?{_reference_query(params)}&poll=1",
         "study": study,
         "form": form,
         "params": params,
@@ -318,13 +335,11 @@ def judge_comparison_page(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, JUDGES_TEMPLATE, {"study": study, "unsupported": str(exc)})
     form = _form(study, request.GET)
     params = _comparison_params(form, study)
-    report = report_for(study=study, params=params)
-    if report is None and count_judgments(study=study) <= INLINE_JUDGMENTS:
-        report = report_request(study=study, params=params, inline=True)
+    shown = _show(study, params, poll=_polled(request))
     template = JUDGES_TEMPLATE
     if request.htmx and not request.htmx.history_restore_request:
         template = f"{JUDGES_TEMPLATE}#judges"
-    return render(request, template, _comparison_context(study, form, params, report))
+    return render(request, template, _comparison_context(study, form, params, shown))
 
 
 @require_POST
@@ -337,7 +352,7 @@ def judge_comparison_recompute(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("no alignment report for this task type") from None
     form = _form(study, request.POST)
     params = _comparison_params(form, study)
-    report = report_request(study=study, params=params)
+    shown = _show(study, params, force=True)
     if request.htmx:
-        return render(request, f"{JUDGES_TEMPLATE}#judges", _comparison_context(study, form, params, report))
+        return render(request, f"{JUDGES_TEMPLATE}#judges", _comparison_context(study, form, params, shown))
     return redirect(f"{reverse('alignment:judges', args=[study.slug])}?{_reference_query(params)}")

@@ -11,7 +11,9 @@ from .base import (
     has_report,
     protocol_report,
     register_report,
+    report_from_stored,
     report_json,
+    report_stored,
 )
 from .workbook import write_report_workbook
 
@@ -25,6 +27,8 @@ __all__ = [
     "has_report",
     "protocol_report",
     "register_report",
+    "report_from_stored",
     "report_json",
+    "report_stored",
     "write_report_workbook",
 ]

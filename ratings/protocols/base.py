@@ -10,6 +10,7 @@ computes with ``ratings.stats``.
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,3 +121,60 @@ def report_json(report: ProtocolReport) -> dict[str, Any]:
         "figures": [f.key for f in report.figures()],
         "notes": report.notes,
     }
+
+
+def report_stored(report: ProtocolReport) -> dict[str, Any]:
+    """The whole report as plain JSON values, figures included (base64 PNG and SVG text), for ``StudyReport``."""
+    return {
+        "title": report.title,
+        "summary": [[name, to_plain(value)] for name, value in report.summary],
+        "notes": list(report.notes),
+        "sections": [
+            {
+                "title": s.title,
+                "text": s.text,
+                "tables": [
+                    {
+                        "key": t.key,
+                        "title": t.title,
+                        "columns": list(t.columns),
+                        "rows": to_plain(t.rows),
+                        "note": t.note,
+                    }
+                    for t in s.tables
+                ],
+                "figures": [
+                    {
+                        "key": f.key,
+                        "title": f.title,
+                        "png": base64.b64encode(f.plot.png).decode("ascii"),
+                        "svg": f.plot.svg,
+                    }
+                    for f in s.figures
+                ],
+            }
+            for s in report.sections
+        ],
+    }
+
+
+def report_from_stored(study: Study, data: dict[str, Any]) -> ProtocolReport:
+    """A report back from :func:`report_stored`: the same tables, numbers and figures."""
+    return ProtocolReport(
+        study=study,
+        title=data["title"],
+        summary=[(name, value) for name, value in data["summary"]],
+        notes=list(data["notes"]),
+        sections=[
+            Section(
+                title=s["title"],
+                text=s["text"],
+                tables=[Table(t["key"], t["title"], t["columns"], t["rows"], t["note"]) for t in s["tables"]],
+                figures=[
+                    Figure(f["key"], f["title"], Plot(png=base64.b64decode(f["png"]), svg=f["svg"]))
+                    for f in s["figures"]
+                ],
+            )
+            for s in data["sections"]
+        ],
+    )

@@ -56,10 +56,15 @@ def _prompt_style(name: str, kind: str) -> str:
     return "step by step" if "step" in name else "direct"
 
 
+def _mcc_cell(value: float | None, undefined: str | None) -> float | str | None:
+    """MCC to three decimals, or "undefined: <why>" where it has no value (never a stand-in 0 or −1)."""
+    return f"undefined: {undefined}" if undefined else rounded(value)
+
+
 def _score_row(scores: dict[str, Any]) -> list[Any]:
     return [
         rounded(scores.get("accuracy")),
-        rounded(scores.get("mcc")),
+        _mcc_cell(scores.get("mcc"), scores.get("mcc_undefined")),
         rounded(scores.get("fpr")),
         rounded(scores.get("fnr")),
     ]
@@ -78,7 +83,16 @@ def _human_rows(matrix: np.ndarray, labels: list[str]) -> list[list[Any]]:
         if keep.sum() == 0:
             continue
         s = binary_scores(gold[keep], mine[keep], positive=1.0, negative=0.0)
-        rows.append([label, int(keep.sum()), rounded(s.accuracy), rounded(s.mcc), rounded(s.fpr), rounded(s.fnr)])
+        rows.append(
+            [
+                label,
+                int(keep.sum()),
+                rounded(s.accuracy),
+                _mcc_cell(s.mcc, s.mcc_undefined),
+                rounded(s.fpr),
+                rounded(s.fnr),
+            ]
+        )
     return rows
 
 

@@ -22,11 +22,16 @@ from scipy import stats
 
 from ._validation import as_vector, same_length
 
+#: Why MCC has no value, as :attr:`BinaryScores.mcc_undefined` says it.
+MCC_NO_ANSWERS = "the judge gave no usable answers"
+MCC_ONE_CLASS_ANSWERED = "the judge answered one class only"
+MCC_ONE_CLASS_TRUTH = "the reference has one class only"
+
 
 @dataclass(frozen=True)
 class BinaryScores:
     accuracy: float
-    mcc: float
+    mcc: float | None  # None when undefined; mcc_undefined says why
     fpr: float
     fnr: float
     tp: int
@@ -34,6 +39,7 @@ class BinaryScores:
     fp: int
     fn: int
     n_missing: int
+    mcc_undefined: str | None = None
 
 
 def binary_scores(gold, predicted, *, positive: float = 1.0, negative: float | None = None) -> BinaryScores:
@@ -43,9 +49,12 @@ def binary_scores(gold, predicted, *, positive: float = 1.0, negative: float | N
     is given, every gold and predicted label must be one of the two; if not,
     gold and predictions together may use at most one label besides
     ``positive``.  ``predicted`` may contain NaN for a missing answer, which
-    counts as wrong.  MCC is 0 when any of its four marginal sums is 0 (the
-    usual convention); FPR (FNR) is NaN when there are no gold negatives
-    (positives).
+    counts as wrong.  MCC is None, with the reason in ``mcc_undefined``, when
+    it means nothing: no prediction at all (every answer missing would
+    otherwise give −1), or one of its four marginal sums is 0 — the reference
+    or the predictions (missing ones on their wrong side) hold one class only,
+    where the usual convention's 0 would read as "no better than chance".
+    FPR (FNR) is NaN when there are no gold negatives (positives).
     """
     g = as_vector(gold, name="gold")
     p = as_vector(predicted, name="predicted", allow_nan=True)
@@ -71,10 +80,17 @@ def binary_scores(gold, predicted, *, positive: float = 1.0, negative: float | N
     fn = int(np.sum(gold_pos & ~pred_pos))
     n = g.size
     denom = math.sqrt(float(tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
-    mcc = (tp * tn - fp * fn) / denom if denom > 0 else 0.0
+    undefined = None
+    if not present.any():
+        undefined = MCC_NO_ANSWERS
+    elif tp + fn == 0 or tn + fp == 0:
+        undefined = MCC_ONE_CLASS_TRUTH
+    elif tp + fp == 0 or tn + fn == 0:
+        undefined = MCC_ONE_CLASS_ANSWERED
     return BinaryScores(
         accuracy=(tp + tn) / n,
-        mcc=float(mcc),
+        mcc=None if undefined else float((tp * tn - fp * fn) / denom),
+        mcc_undefined=undefined,
         fpr=fp / (fp + tn) if fp + tn else float("nan"),
         fnr=fn / (fn + tp) if fn + tp else float("nan"),
         tp=tp,

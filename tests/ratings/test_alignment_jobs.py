@@ -99,13 +99,13 @@ def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
 def test_a_database_error_retries_the_report_then_fails_it_with_the_reason(queued, monkeypatch):
     from django.db import OperationalError
 
-    from ratings.alignment.tasks import alignment_report_task
+    from ratings.tasks import study_report_task
 
     def unavailable(**kwargs):
         raise OperationalError("the database system is shutting down")
 
     monkeypatch.setattr("ratings.alignment.tasks.compute_alignment", unavailable)
-    result = alignment_report_task.apply(args=[queued.pk])
+    result = study_report_task.apply(args=[queued.pk])
     assert result.failed()
     queued.refresh_from_db()
     assert queued.status == "failed"

@@ -48,7 +48,7 @@ class TestReportPage:
         assert "leave-one-out" in html
         assert html.count("<img ") == 2 + 3  # distributions, Spearman, one confusion matrix per judge
         assert 'alt="Box plots of each rater' in html
-        assert "Computed <time" in html
+        assert "Computed at <time" in html and "up to date" in html
 
     def test_it_breaks_the_tables_down_by_metadata(self, owner_client, ordinal):
         html = owner_client.get(page(ordinal, "breakdown=joke_type")).content.decode()

@@ -261,6 +261,14 @@ class TestAlignment:
         # tp=2, tn=2, fp=0 and the missing answer is a false negative: MCC = 4 / sqrt(2·3·2·3).
         assert result["mcc"] == pytest.approx(2 / 3)
         assert result["n_missing"] == 1
+        assert result["mcc_undefined"] is None
+
+    def test_mcc_is_undefined_with_the_reason_when_every_answer_is_missing(self, tmp_path):
+        rows = [["item", "reference", "predicted"], ["a", 1, ""], ["b", 0, ""], ["c", 1, ""]]
+        result = analyze("alignment", write_csv(tmp_path / "m.csv", rows), "--labels", "0,1", "--bootstrap", "100")
+        assert result["mcc"] is None  # not the −1 that counting every missing answer as wrong gives
+        assert result["mcc_undefined"] == "the judge gave no usable answers"
+        assert "MCC is undefined: the judge gave no usable answers" in result["warnings"]
 
 
 class TestBadInput:

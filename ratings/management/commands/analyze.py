@@ -195,7 +195,7 @@ def render_text(kind: str, report: dict[str, Any]) -> str:
             ("Spearman rho", _ci(report["spearman"])),
             ("Kendall tau", _ci(report["kendall"])),
             ("accuracy", _fmt(report["accuracy"])),
-            ("MCC", _fmt(report["mcc"])),
+            ("MCC", f"undefined ({report['mcc_undefined']})" if report.get("mcc_undefined") else _fmt(report["mcc"])),
             ("RMSE", _fmt(report["rmse"])),
         ]
         lines = ["Alignment with the reference", *_rows(pairs)]

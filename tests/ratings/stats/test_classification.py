@@ -46,9 +46,21 @@ class TestBinaryScores:
         result = binary_scores([2, 2, 5, 5], [2, 5, 5, 5], positive=2, negative=5)
         assert (result.tp, result.fn, result.fp, result.tn) == (1, 1, 0, 2)
 
-    def test_mcc_is_zero_when_a_margin_is_empty_and_rates_are_nan_without_a_class(self):
+    def test_mcc_is_undefined_when_the_reference_has_one_class_and_rates_are_nan_without_a_class(self):
         result = binary_scores([1, 1, 1], [1, 1, 1])
-        assert result.mcc == 0.0 and np.isnan(result.fpr) and result.fnr == 0.0
+        assert result.mcc is None and result.mcc_undefined == "the reference has one class only"
+        assert np.isnan(result.fpr) and result.fnr == 0.0
+
+    def test_mcc_is_undefined_not_minus_one_when_every_answer_is_missing(self):
+        # Missing answers count on the wrong side, which alone would give a perfect −1.
+        result = binary_scores([1, 0, 1, 0], [np.nan] * 4)
+        assert result.mcc is None and result.mcc_undefined == "the judge gave no usable answers"
+        assert result.accuracy == 0.0
+
+    def test_mcc_is_undefined_not_zero_when_the_judge_answers_one_class_only(self):
+        result = binary_scores([1, 0, 1, 0], [1, 1, 1, 1])
+        assert result.mcc is None and result.mcc_undefined == "the judge answered one class only"
+        assert result.accuracy == 0.5
 
     def test_it_rejects_more_than_two_labels(self):
         with pytest.raises(ValueError, match="non-positive label"):
