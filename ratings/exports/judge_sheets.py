@@ -14,7 +14,7 @@ from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboar
 from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
 
 from .safe_cells import scrub_provenance
-from .study_data import CHUNK, HUMAN_KINDS, StudyData
+from .study_data import HUMAN_KINDS, StudyData, stream
 
 RAW_KEYS = ("raw_response", "raw", "response_text", "response")
 INPUT_TOKEN_KEYS = ("prompt_tokens", "input_tokens", "tokens_in")
@@ -101,9 +101,7 @@ def write_llm_judgments(data: StudyData, sheet, counter) -> dict[int, Matches]:
         "Other provenance",
     ]
     wrote_header = False
-    for rater_id, item_id, external_id, is_check, trial, status, value, duration, created, prov in rows.iterator(
-        chunk_size=CHUNK
-    ):
+    for rater_id, item_id, external_id, is_check, trial, status, value, duration, created, prov in stream(rows):
         if not wrote_header:
             sheet.append(header, bold=True)
             wrote_header = True

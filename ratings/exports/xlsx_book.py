@@ -20,19 +20,23 @@ million rows costs the memory of one row. The cell rules live here and in
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from datetime import date, datetime
 from typing import IO, Any
 
 import xlsxwriter
 
-from .safe_cells import xlsx_text, xlsx_value
+from .safe_cells import XLSX_MAX_CHARS, xlsx_text, xlsx_value
 
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
 DATE_FORMAT = "yyyy-mm-dd"
 # Characters a date-time cell needs (19) plus a margin for the cell's padding.
 DATETIME_WIDTH = 20
 DATE_WIDTH = 12
+# Text that xlsx_text would change: control characters (a carriage return among them).
+_NEEDS_CLEANING = re.compile(r"[\000-\010\013-\014\016-\037\r]")
 MIN_WIDTH = 6
 MAX_WIDTH = 60
 # Rows looked at to fit column widths: a sheet's first rows say what its columns hold.
@@ -95,39 +99,52 @@ class Sheet:
         """Write the next row; an empty sequence leaves an empty row."""
         row = self.rows
         self.rows += 1
-        fit = row < WIDTH_SAMPLE_ROWS
+        write = self.write
+        if row >= WIDTH_SAMPLE_ROWS:
+            for column, value in enumerate(values):
+                write(row, column, value, bold=bold)
+            return
+        fitted = self._fitted
         for column, value in enumerate(values):
-            width = self.write(row, column, value, bold=bold)
-            if fit and width > self._fitted.get(column, 0):
-                self._fitted[column] = width
+            width = _width(write(row, column, value, bold=bold))
+            if width > fitted.get(column, 0):
+                fitted[column] = width
 
-    def write(self, row: int, column: int, value: Any, *, bold: bool = False) -> int:
-        """Write one cell by the rules above; return the width its value needs."""
+    def write(self, row: int, column: int, value: Any, *, bold: bool = False) -> Any:
+        """Write one cell by the rules above; return the value as written (None for an empty cell)."""
         book, ws = self._book, self._ws
+        kind = type(value)
+        # The common cases first: plain text and numbers.
+        if kind is str:
+            if _NEEDS_CLEANING.search(value) or len(value) > XLSX_MAX_CHARS:
+                value = xlsx_text(value)
+            ws.write_string(row, column, value, book.bold if bold else None)
+            return value
+        if kind is int or kind is float:
+            if kind is float and not math.isfinite(value):
+                return None
+            ws.write_number(row, column, value, book.bold if bold else None)
+            return value
         value = xlsx_value(value)
         if value is None:
             if bold:
                 ws.write_blank(row, column, None, book.bold)
-            return 0
+            return None
         if isinstance(value, str):
-            text = xlsx_text(value)
-            ws.write_string(row, column, text, book.bold if bold else None)
-            return max((len(line) for line in text.split("\n")), default=0) if len(text) < 2 * MAX_WIDTH else MAX_WIDTH
-        if isinstance(value, bool):
+            value = xlsx_text(value)
+            ws.write_string(row, column, value, book.bold if bold else None)
+        elif isinstance(value, bool):
             ws.write_boolean(row, column, value, book.bold if bold else None)
-            return 5
-        if isinstance(value, int | float):
+        elif isinstance(value, int | float):
             ws.write_number(row, column, value, book.bold if bold else None)
-            return len(repr(value))
-        if isinstance(value, datetime):
+        elif isinstance(value, datetime):
             ws.write_datetime(row, column, value, book.bold_datetime if bold else book.datetime)
-            return DATETIME_WIDTH
-        if isinstance(value, date):
+        elif isinstance(value, date):
             ws.write_datetime(row, column, value, book.bold_date if bold else book.date)
-            return DATE_WIDTH
-        text = xlsx_text(str(value))
-        ws.write_string(row, column, text, book.bold if bold else None)
-        return min(len(text), MAX_WIDTH)
+        else:
+            value = xlsx_text(str(value))
+            ws.write_string(row, column, value, book.bold if bold else None)
+        return value
 
     def apply_widths(self) -> None:
         for column, width in self._fitted.items():
@@ -135,6 +152,23 @@ class Sheet:
                 self._ws.set_column(column, column, min(max(width + 2, MIN_WIDTH), MAX_WIDTH))
         for column, width in self._fixed.items():
             self._ws.set_column(column, column, width)
+
+
+def _width(value: Any) -> int:
+    """Characters a written value needs to be seen whole (long text is wrapped at MAX_WIDTH)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        if len(value) >= 2 * MAX_WIDTH:
+            return MAX_WIDTH
+        return max((len(line) for line in value.split("\n")), default=0)
+    if isinstance(value, bool):
+        return 5
+    if isinstance(value, datetime):
+        return DATETIME_WIDTH
+    if isinstance(value, date):
+        return DATE_WIDTH
+    return len(repr(value))
 
 
 __all__ = ["Book", "Sheet"]
