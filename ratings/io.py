@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +39,14 @@ class Table:
     rows: list[list[str]]
     row_numbers: list[int]
 
+    @cached_property
+    def shortest_row(self) -> int:
+        return min(map(len, self.rows), default=0)
+
     def column(self, position: int) -> list[str]:
         """Every data row's text in one column ("" where a row is shorter)."""
+        if self.shortest_row > position:
+            return list(map(operator.itemgetter(position), self.rows))
         return [row[position] if position < len(row) else "" for row in self.rows]
 
     def index(self, name: str) -> int | None:
@@ -213,10 +221,10 @@ def _long_ratings(table: Table, labels: Labels | None) -> RatingsInput:
     problems.first(np.flatnonzero(_is_empty(items)), 0, lambda i: ": the item column is empty")
     problems.first(np.flatnonzero(_is_empty(raters)), 1, lambda i: ": the rater column is empty")
     rated = np.flatnonzero(~_is_empty(texts))  # a blank value means the rater skipped the item
-    codes, distinct = _factorize([texts[i] for i in rated])
+    codes, distinct = _factorize(_select(texts, rated))
     numbers = _coded(distinct, labels, "column 'value'", problems, rated, codes)
-    item_codes, item_ids = _factorize([items[i] for i in rated])
-    rater_codes, rater_ids = _factorize([raters[i] for i in rated])
+    item_codes, item_ids = _factorize(_select(items, rated))
+    rater_codes, rater_ids = _factorize(_select(raters, rated))
     keys = item_codes * max(len(rater_ids), 1) + rater_codes
     order = np.argsort(keys, kind="stable")
     repeated = np.flatnonzero(keys[order][1:] == keys[order][:-1])
@@ -267,7 +275,7 @@ def _wide_ratings(table: Table, labels: Labels | None) -> RatingsInput:
     for j, rater in enumerate(raters):
         texts = table.column(j + 1)
         rated = np.flatnonzero(~_is_empty(texts))
-        codes, distinct = _factorize([texts[i] for i in rated])
+        codes, distinct = _factorize(_select(texts, rated))
         # Within a row the columns are checked left to right: the column number orders the problems.
         numbers = _coded(distinct, labels, f"column {rater!r}", problems, rated, codes, priority=3 + j)
         matrix[rated, j] = numbers[codes]
@@ -299,14 +307,21 @@ class _Problems:
 
 
 def _is_empty(texts: list[str]) -> np.ndarray:
-    return np.fromiter((not text for text in texts), dtype=bool, count=len(texts))
+    return np.fromiter(map(operator.not_, texts), dtype=bool, count=len(texts))
 
 
 def _factorize(texts: list[str]) -> tuple[np.ndarray, list[str]]:
     """Each text's position among the distinct texts (in order of first appearance), and those texts."""
-    seen: dict[str, int] = {}
-    codes = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), dtype=np.int64, count=len(texts))
-    return codes, list(seen)
+    distinct = list(dict.fromkeys(texts))
+    position = {text: i for i, text in enumerate(distinct)}
+    return np.fromiter(map(position.__getitem__, texts), dtype=np.int64, count=len(texts)), distinct
+
+
+def _select(texts: list[str], indices: np.ndarray) -> list[str]:
+    """The texts at ``indices`` (all of them, unchanged, when nothing is left out)."""
+    if indices.size == len(texts):
+        return texts
+    return [texts[i] for i in indices.tolist()]
 
 
 def _coded(

@@ -130,7 +130,7 @@ def row_by_row(data: bytes):
     return [r.number for r in rows], [r.texts() for r in rows]
 
 
-TEXT = st.text(alphabet=st.sampled_from([*"ab ,;\t\r\n3=猫é", "\u00a0"]), max_size=60)
+TEXT = st.text(alphabet=st.sampled_from([*"ab ,;\t\r\n3=猫é", "\u00a0", "\x0b", "\x1c", "\u2028"]), max_size=60)
 
 
 @settings(max_examples=400, deadline=None)
