@@ -15,7 +15,7 @@ LOCAL_OUTBOUND := FUNNYBONE_OUTBOUND_ALLOW_NETWORKS="$${FUNNYBONE_OUTBOUND_ALLOW
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser proxy axe migrate demo worker clean
+.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser proxy r axe migrate demo worker clean
 
 help:
 	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
@@ -84,6 +84,14 @@ proxy:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx-light >/dev/null; \
 	fi
 
+# The raw CSV export is checked from R as an R user reads it (tests/ratings/test_export_analysis.py).
+r:
+	@if ! command -v Rscript >/dev/null 2>&1; then \
+		echo "Installing Debian's R (r-base-core) for the export tests"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends r-base-core >/dev/null; \
+	fi
+
 migrate: deps
 	$(PY) manage.py migrate --noinput
 
@@ -101,7 +109,7 @@ run: demo
 worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
 
-test: dev-deps llm-deps browser proxy
+test: dev-deps llm-deps browser proxy r
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: dev-deps

@@ -27,7 +27,8 @@ from rest_framework.response import Response
 
 from annotation.access import get_owned_or_404, owned_study_or_404
 from annotation.models import Study
-from ratings.exports.csv_jsonl import stream_csv, stream_jsonl
+from ratings.exports.csv_jsonl import stream_csv, stream_csv_raw, stream_jsonl
+from ratings.exports.parquet import write_parquet
 from ratings.exports.services import (
     CONTENT_TYPES,
     clean_subset,
@@ -88,15 +89,14 @@ def export_page(request: HttpRequest, slug: str) -> HttpResponse:
 def _direct(study: Study, fmt: str, subset: list[int]) -> HttpResponse:
     """The whole export in this response (small studies only)."""
     filename = export_filename(study, fmt)
-    if fmt == Export.Format.XLSX:
+    if fmt in (Export.Format.XLSX, Export.Format.PARQUET):
         buffer = io.BytesIO()
-        write_workbook(study, buffer, rater_subset=subset)
+        writer = write_workbook if fmt == Export.Format.XLSX else write_parquet
+        writer(study, buffer, rater_subset=subset)
         buffer.seek(0)
         return FileResponse(buffer, as_attachment=True, filename=filename, content_type=CONTENT_TYPES[fmt])
-    lines = (
-        stream_csv(study, rater_subset=subset) if fmt == Export.Format.CSV else stream_jsonl(study, rater_subset=subset)
-    )
-    response = StreamingHttpResponse(lines, content_type=CONTENT_TYPES[fmt])
+    streams = {Export.Format.CSV: stream_csv, Export.Format.CSV_RAW: stream_csv_raw, Export.Format.JSONL: stream_jsonl}
+    response = StreamingHttpResponse(streams[fmt](study, rater_subset=subset), content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,16 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     row_numbers: list[int]
+
+    @cached_property
+    def shortest_row(self) -> int:
+        return min(map(len, self.rows), default=0)
+
+    def column(self, position: int) -> list[str]:
+        """Every data row's text in one column ("" where a row is shorter)."""
+        if self.shortest_row > position:
+            return list(map(operator.itemgetter(position), self.rows))
+        return [row[position] if position < len(row) else "" for row in self.rows]
 
     def index(self, name: str) -> int | None:
         """Position of a column, matching names without regard to case or surrounding spaces."""
@@ -86,6 +98,12 @@ def read_table(path: str | Path) -> Table:
         magic = stream.read(4)
         stream.seek(0)
         fmt = tables.XLSX if path.suffix.lower() in (".xlsx", ".xlsm") or magic == b"PK\x03\x04" else tables.CSV
+        quick = tables.quick_csv_texts(stream) if fmt == tables.CSV else None
+        if quick is not None:
+            numbers, texts = quick
+            if not texts:
+                raise InputError(f"{path.name} is empty")
+            return _table(path, texts[0], texts[1:], numbers[1:])
         try:
             header_row, rows = tables.split_header(tables.read_rows(stream, fmt=fmt))
             if header_row is None:
@@ -101,6 +119,10 @@ def read_table(path: str | Path) -> Table:
                     numbers.append(row.number)
         except tables.TableError as exc:
             raise InputError(f"{path.name} cannot be read: {' '.join(exc.messages)}") from None
+    return _table(path, header, body, numbers)
+
+
+def _table(path: Path, header: list[str], body: list[list[str]], numbers: list[int]) -> Table:
     # A header cell left empty at the end (a stray separator, a formatted column) names no column.
     while header and not header[-1]:
         header.pop()
@@ -184,37 +206,44 @@ def ratings_from_table(table: Table, labels: Labels | None = None) -> RatingsInp
 
 
 def _long_ratings(table: Table, labels: Labels | None) -> RatingsInput:
+    """Checked in bulk, column by column; the message names the first row (in file order) with a problem."""
     if table.index("value") is None:
         raise InputError(
             "long format needs the columns item, rater and value; the header has "
             + ", ".join(repr(c) for c in table.columns)
         )
     item_col, rater_col, value_col = table.require("item", "rater", "value")
-    items: dict[str, int] = {}
-    raters: dict[str, int] = {}
-    cells: dict[tuple[int, int], tuple[float, int]] = {}
-    for i, number in enumerate(table.row_numbers):
-        where = f"row {number}"
-        item = _cell(table, i, item_col)
-        rater = _cell(table, i, rater_col)
-        text = _cell(table, i, value_col)
-        if not item:
-            raise InputError(f"{where}: the item column is empty")
-        if not rater:
-            raise InputError(f"{where}: the rater column is empty")
-        if not text:
-            continue  # a blank value means the rater skipped the item
-        value = _code(text, labels, where=f"{where}, column 'value'")
-        key = (items.setdefault(item, len(items)), raters.setdefault(rater, len(raters)))
-        if key in cells:
-            raise InputError(f"{where}: rater {rater!r} already rated item {item!r} on row {cells[key][1]}")
-        cells[key] = (value, number)
-    if not cells:
+    items = table.column(item_col)
+    raters = table.column(rater_col)
+    texts = table.column(value_col)
+    rows = np.asarray(table.row_numbers)
+    problems = _Problems(rows)
+    problems.first(np.flatnonzero(_is_empty(items)), 0, lambda i: ": the item column is empty")
+    problems.first(np.flatnonzero(_is_empty(raters)), 1, lambda i: ": the rater column is empty")
+    rated = np.flatnonzero(~_is_empty(texts))  # a blank value means the rater skipped the item
+    codes, distinct = _factorize(_select(texts, rated))
+    numbers = _coded(distinct, labels, "column 'value'", problems, rated, codes)
+    item_codes, item_ids = _factorize(_select(items, rated))
+    rater_codes, rater_ids = _factorize(_select(raters, rated))
+    keys = item_codes * max(len(rater_ids), 1) + rater_codes
+    order = np.argsort(keys, kind="stable")
+    repeated = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    if repeated.size:
+        # The earliest repeat in the file is a second occurrence; the one before it in key order is the first.
+        later = order[1:][repeated]
+        pick = int(np.argmin(later))
+        again, first = int(rated[later[pick]]), int(rated[order[:-1][repeated][pick]])
+        problems.add(
+            again,
+            3,
+            f": rater {raters[again]!r} already rated item {items[again]!r} on row {table.row_numbers[first]}",
+        )
+    problems.raise_first()
+    if rated.size == 0:
         raise InputError("the file has no ratings (every value is blank)")
-    matrix = np.full((len(items), len(raters)), np.nan)
-    for (r, c), (value, _) in cells.items():
-        matrix[r, c] = value
-    return RatingsInput(values=matrix, item_ids=list(items), rater_ids=list(raters), layout="long")
+    matrix = np.full((len(item_ids), len(rater_ids)), np.nan)
+    matrix[item_codes, rater_codes] = numbers[codes]
+    return RatingsInput(values=matrix, item_ids=item_ids, rater_ids=rater_ids, layout="long")
 
 
 def _wide_ratings(table: Table, labels: Labels | None) -> RatingsInput:
@@ -230,27 +259,95 @@ def _wide_ratings(table: Table, labels: Labels | None) -> RatingsInput:
             raise InputError(f"column {position} of the header has no rater name")
     if len({r.casefold() for r in raters}) != len(raters):
         raise InputError("two rater columns have the same name")
-    matrix = np.full((len(table.rows), len(raters)), np.nan)
-    items: list[str] = []
+    rows = np.asarray(table.row_numbers)
+    problems = _Problems(rows)
+    items = table.column(0)
+    problems.first(np.flatnonzero(_is_empty(items)), 0, lambda i: f": the item column ({header[0]!r}) is empty")
     seen: dict[str, int] = {}
-    for i, number in enumerate(table.row_numbers):
-        where = f"row {number}"
-        item = _cell(table, i, 0)
-        if not item:
-            raise InputError(f"{where}: the item column ({header[0]!r}) is empty")
-        if item in seen:
-            raise InputError(f"{where}: item {item!r} already appears on row {seen[item]}")
-        seen[item] = number
-        items.append(item)
-        if len(table.rows[i]) > len(header) and any(table.rows[i][len(header) :]):
-            raise InputError(f"{where}: more cells than header columns")
-        for j, rater in enumerate(raters):
-            text = _cell(table, i, j + 1)
-            if text:
-                matrix[i, j] = _code(text, labels, where=f"{where}, column {rater!r}")
+    for i, item in enumerate(items):
+        if item and seen.setdefault(item, i) != i:
+            problems.add(i, 1, f": item {item!r} already appears on row {table.row_numbers[seen[item]]}")
+            break
+    width = len(header)
+    longer = [i for i, row in enumerate(table.rows) if len(row) > width and any(row[width:])]
+    problems.first(np.asarray(longer, dtype=int), 2, lambda i: ": more cells than header columns")
+    matrix = np.full((len(table.rows), len(raters)), np.nan)
+    for j, rater in enumerate(raters):
+        texts = table.column(j + 1)
+        rated = np.flatnonzero(~_is_empty(texts))
+        codes, distinct = _factorize(_select(texts, rated))
+        # Within a row the columns are checked left to right: the column number orders the problems.
+        numbers = _coded(distinct, labels, f"column {rater!r}", problems, rated, codes, priority=3 + j)
+        matrix[rated, j] = numbers[codes]
+    problems.raise_first()
     if np.isnan(matrix).all():
         raise InputError("the file has no ratings (every cell is blank)")
     return RatingsInput(values=matrix, item_ids=items, rater_ids=list(raters), layout="wide")
+
+
+class _Problems:
+    """The problems found in bulk; the one reported is the first a row-by-row reading would meet."""
+
+    def __init__(self, row_numbers: np.ndarray) -> None:
+        self.row_numbers = row_numbers
+        self.found: list[tuple[int, int, str]] = []
+
+    def add(self, index: int, priority: int, message: str) -> None:
+        self.found.append((index, priority, message))
+
+    def first(self, indices: np.ndarray, priority: int, message) -> None:
+        if indices.size:
+            index = int(indices[0])
+            self.add(index, priority, message(index))
+
+    def raise_first(self) -> None:
+        if self.found:
+            index, _, message = min(self.found, key=lambda found: (found[0], found[1]))
+            raise InputError(f"row {self.row_numbers[index]}{message}")
+
+
+def _is_empty(texts: list[str]) -> np.ndarray:
+    return np.fromiter(map(operator.not_, texts), dtype=bool, count=len(texts))
+
+
+def _factorize(texts: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Each text's position among the distinct texts (in order of first appearance), and those texts."""
+    distinct = list(dict.fromkeys(texts))
+    position = {text: i for i, text in enumerate(distinct)}
+    return np.fromiter(map(position.__getitem__, texts), dtype=np.int64, count=len(texts)), distinct
+
+
+def _select(texts: list[str], indices: np.ndarray) -> list[str]:
+    """The texts at ``indices`` (all of them, unchanged, when nothing is left out)."""
+    if indices.size == len(texts):
+        return texts
+    return [texts[i] for i in indices.tolist()]
+
+
+def _coded(
+    distinct: list[str],
+    labels: Labels | None,
+    column: str,
+    problems: _Problems,
+    rows: np.ndarray,
+    codes: np.ndarray,
+    *,
+    priority: int = 2,
+) -> np.ndarray:
+    """Each distinct text coded once; a text that is no rating is reported at the first row holding it.
+
+    Distinct texts come in order of first appearance, so the first that fails
+    is also the first failing row: checking stops there.
+    """
+    numbers = np.full(len(distinct), np.nan)
+    for k, text in enumerate(distinct):
+        try:
+            numbers[k] = _code(text, labels, where="")
+        except InputError as exc:
+            index = int(rows[int(np.argmax(codes == k))])
+            problems.add(index, priority, f", {column}{exc}")
+            break
+    return numbers
 
 
 # -- pairwise ---------------------------------------------------------------------

@@ -17,7 +17,9 @@ from annotation.models import Study
 class Export(LeasedJob):
     class Format(models.TextChoices):
         XLSX = "xlsx", "Excel workbook"
-        CSV = "csv", "CSV, one row per judgment"
+        CSV = "csv", "CSV for spreadsheets, one row per judgment"
+        CSV_RAW = "csv_raw", "CSV for analysis (pandas, R): values exactly as stored"
+        PARQUET = "parquet", "Parquet for analysis (pandas, R, Hugging Face datasets): typed columns"
         JSONL = "jsonl", "JSON Lines, one judgment per line"
 
     # status, claimed_by, attempts, started_at, heartbeat_at and finished_at come from LeasedJob.

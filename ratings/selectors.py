@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db import connection
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
@@ -192,12 +193,15 @@ def _coded_rows(
     keys = _candidate_keys(study) if uses_candidates else {}
     memo: dict[tuple[int, str], float] = {}
 
-    def code(item_id: int, text: str) -> float:
+    def code(item_id: int, text: str | None) -> float:
         try:
             number = task_type.to_number(json.loads(text), candidate_keys=keys.get(item_id, []), config=config)
         except (KeyError, ValueError, TypeError, IndexError, AttributeError):
             number = None
         return math.nan if number is None else float(number)
+
+    if not uses_candidates and connection.vendor == "postgresql":
+        return _coded_rows_packed(judgments, fields, code)
 
     rows = judgments.annotate(value_text=Cast("value", TextField())).values_list(*fields, "item_id", "value_text")
     width = len(fields) + 1
@@ -213,6 +217,33 @@ def _coded_rows(
         for column, cell in zip(columns, row, strict=False):
             column.append(cell)
     return [np.asarray(c, dtype=np.int64) for c in columns], np.asarray(values, dtype=float)
+
+
+def _coded_rows_packed(
+    judgments: QuerySet[Judgment], fields: tuple[str, ...], code
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """``_coded_rows`` for a coding that depends on the value alone, in two lean PostgreSQL queries.
+
+    The distinct value texts are coded first (a study has few); then every row
+    is reduced to integers (the fields, the item id and the position of its
+    value among the distinct texts) and each column comes back as one packed
+    array of big-endian int8 (``string_agg`` of ``int8send``), which numpy
+    reads as it is: no Python object per row, one message instead of one per row.
+    """
+    texted = judgments.annotate(value_text=Cast("value", TextField())).order_by()
+    distinct = list(texted.values_list("value_text", flat=True).distinct())
+    numbers = np.array([math.nan, *(code(0, text) for text in distinct)], dtype=float)
+    sql, params = texted.values_list(*fields, "item_id", "value_text").query.sql_with_params()
+    names = [f"c{i}" for i in range(len(fields) + 2)]
+    # array_position is 1-based; 0 (no value) points at the leading NaN.
+    ints = [*(f"{name}::int8" for name in names[:-1]), f"COALESCE(array_position(%s::text[], {names[-1]}), 0)::int8"]
+    packed = ", ".join(f"string_agg(int8send({expression}), ''::bytea)" for expression in ints)
+    query = f"SELECT {packed} FROM ({sql}) AS rows({', '.join(names)})"  # noqa: S608 - fixed names
+    with connection.cursor() as cursor:
+        cursor.execute(query, [distinct, *params])  # the array comes first, in the SELECT list
+        row = cursor.fetchone()
+    columns = [np.frombuffer(bytes(cell or b""), dtype=">i8").astype(np.int64) for cell in row]
+    return columns[:-1], numbers[columns[-1]]
 
 
 # -- the matrix ---------------------------------------------------------------------------
@@ -237,11 +268,14 @@ def study_rating_matrix(*, study: Study, group: str = "humans", rater_ids: Itera
         warnings.append(f"{int((~keep).sum())} judgment(s) could not be coded as numbers and were left out")
     ids, raters, items, values = ids[keep], raters[keep], items[keep], values[keep]
 
+    # Every regular item of the study, then those judged: a list of ids in the query would cost more than it saves.
     item_rows = list(
-        Item.objects.filter(study=study, is_attention_check=False, pk__in=np.unique(items).tolist())
+        Item.objects.filter(study=study, is_attention_check=False)
         .order_by("position", "id")
         .values_list("id", "external_id")
     )
+    judged = np.isin(np.fromiter((pk for pk, _ in item_rows), dtype=np.int64, count=len(item_rows)), items)
+    item_rows = [row for row, keep in zip(item_rows, judged, strict=True) if keep]
     infos = _rater_infos(
         Rater.objects.filter(pk__in=np.unique(raters).tolist()).values_list("id", "kind", "name", "external_id")
     )

@@ -193,19 +193,19 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat | None) -> list[s
 def _run_protocol(item_import: ItemImport, token: str, beat: Beat | None) -> list[str]:
     from ..protocols.importing import protocol_import  # the protocols package imports the importers
 
-    with item_import.file.open("rb") as stream:
-        data = stream.read()
     if beat is not None:
         beat.check()
-    result = protocol_import(
-        study=item_import.study,
-        data=data,
-        filename=item_import.original_name,
-        actor=item_import.created_by,
-        on_written=lambda items, judgments: _finish(
-            item_import, token, items_created=items, judgments_created=judgments
-        ),
-    )
+    # The stored file is handed over as a stream: the table reader reads it row by row, never whole.
+    with item_import.file.open("rb") as stream:
+        result = protocol_import(
+            study=item_import.study,
+            data=stream,
+            filename=item_import.original_name,
+            actor=item_import.created_by,
+            on_written=lambda items, judgments: _finish(
+                item_import, token, items_created=items, judgments_created=judgments
+            ),
+        )
     return result.errors
 
 

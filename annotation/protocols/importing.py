@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -31,13 +32,14 @@ class ProtocolImportResult:
 def protocol_import(
     *,
     study: Study,
-    data: bytes,
+    data: bytes | IO[bytes],
     filename: str,
     actor: AbstractBaseUser | None = None,
     on_written: Callable[[int, int], None] | None = None,
 ) -> ProtocolImportResult:
     """Read a file shaped like the study's protocol data and store it; every problem is reported, nothing half-written.
 
+    ``data`` is the file's bytes or a seekable binary stream (read row by row).
     ``on_written(items, judgments)`` runs inside the writing transaction (a
     background import records itself done there); if it raises, nothing is kept.
     """

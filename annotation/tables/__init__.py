@@ -13,6 +13,9 @@ row (a workbook's shared strings excepted, which the archive checks bound).
 - ``read_rows(stream, fmt=...)`` yields the non-blank ``TableRow``s of a CSV
   file or a workbook's first sheet; ``read_json_lines(stream)`` the lines
   of a JSON Lines file.
+- ``quick_csv_texts(stream)``: the same rows' texts in one go for a plain CSV
+  file (no quotes, valid UTF-8), or None when it needs ``read_rows``; for
+  callers that want the whole table at once (``manage.py analyze``).
 - ``workload(stream, fmt=..., size=...)``: the same figure from the archive
   directory alone, to decide between reading now and a worker.
 - ``cell_text(value)`` is the one reading of a cell (rules in ``cells``).
@@ -39,7 +42,7 @@ from .jsonl import (
 )
 from .problems import Problem, TableError
 from .rows import MAX_COLUMNS, MAX_FIELD_CHARS, TableRow, split_header
-from .text import read_csv
+from .text import quick_csv_texts, read_csv
 from .xlsx import check_xlsx, inflated_size, read_xlsx
 
 CSV, XLSX, JSONL = "csv", "xlsx", "jsonl"
@@ -73,6 +76,7 @@ __all__ = [
     "json_depth",
     "json_limits_problem",
     "loads_bounded",
+    "quick_csv_texts",
     "read_json_lines",
     "read_rows",
     "split_header",

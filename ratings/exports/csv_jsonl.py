@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Long-format exports: one row (CSV) or one object (JSON Lines) per judgment.
+"""Flat exports of the long-format rows (``long_rows``): CSV for spreadsheets, raw CSV, JSON Lines.
 
-Every judgment of the study is written, human or model, usable or not, on
-regular items and attention checks, with what is needed to analyse it
-elsewhere: the item, the rater, the value (JSON text in CSV), its numeric
-coding, the order candidates were shown in, timing and flags, and the
-provenance of the candidate(s) the value chose. CSV text is made inert for
-spreadsheets (see ``safe_cells``); JSON Lines keeps values exactly as stored.
+* ``csv``: for opening in a spreadsheet. Text that a spreadsheet would run as
+  a formula gets a leading apostrophe (``safe_cells.csv_safe``); JSON columns
+  are JSON text.
+* ``csv_raw``: for pandas, R and any other analysis tool. Every value exactly
+  as stored, no apostrophes; otherwise the same columns and cells as ``csv``.
+* ``jsonl``: one JSON object per judgment, JSON columns as nested JSON.
+
+Each is written from a server-side cursor, row by row, so memory does not grow
+with the study; ``stream_*`` give the same text as an iterator for a streaming
+HTTP response.
 """
 
 from __future__ import annotations
@@ -16,150 +20,117 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from annotation.models import Judgment, Study, counted_raters, trial_as_set
+from annotation.models import Study
 
-from .safe_cells import csv_safe, scrub_provenance
-from .study_data import CHUNK, StudyData, load_study
+from .long_rows import COLUMNS, JSON_COLUMNS, Cells, judgment_rows
+from .safe_cells import csv_safe
+from .study_data import CHUNK, load_study
 
-COLUMNS = [
-    "study",
-    "judgment_id",
-    "item",
-    "item_is_attention_check",
-    "rater_id",
-    "rater_kind",
-    "rater_external_id",
-    "rater_name",
-    "rater_excluded",
-    "trial",
-    "status",
-    "value",
-    "value_label",
-    "numeric",
-    "chosen_candidates",
-    "chosen_candidate_provenance",
-    "shown_order",
-    "duration_ms",
-    "too_fast",
-    "attention_passed",
-    "created_at",
-    "provenance",
+__all__ = [
+    "COLUMNS",
+    "JSON_COLUMNS",
+    "stream_csv",
+    "stream_csv_raw",
+    "stream_jsonl",
+    "write_csv",
+    "write_csv_raw",
+    "write_jsonl",
 ]
-JSON_COLUMNS = ("value", "chosen_candidates", "chosen_candidate_provenance", "shown_order", "provenance")
 
 Progress = Callable[[int], None]
+# Rows handed to the csv module at once (writerows is a loop in C).
+BATCH = 1000
 
 
-def judgment_records(data: StudyData) -> Iterator[dict[str, Any]]:
-    """Each judgment of the study as a flat record, item by item."""
-    rows = (
-        Judgment.objects.filter(counted_raters(), study=data.study)
-        .order_by("item__position", "item_id", "rater_id", "assignment__trial", "id")
-        .values_list(
-            "pk",
-            "item_id",
-            "item__external_id",
-            "item__is_attention_check",
-            "rater_id",
-            "assignment__trial",
-            "status",
-            "value",
-            "shown_order",
-            "duration_ms",
-            "too_fast",
-            "attention_passed",
-            "created_at",
-            "provenance",
-        )
-    )
-    slug = data.study.slug
-    for (
-        pk,
-        item_id,
-        external_id,
-        is_check,
-        rater_id,
-        trial,
-        status,
-        value,
-        shown_order,
-        duration_ms,
-        too_fast,
-        attention_passed,
-        created_at,
-        provenance,
-    ) in rows.iterator(chunk_size=CHUNK):
-        rater = data.raters[rater_id]
-        chosen = data.chosen_keys(value)
-        yield {
-            "study": slug,
-            "judgment_id": pk,
-            "item": external_id,
-            "item_is_attention_check": is_check,
-            "rater_id": rater_id,
-            "rater_kind": rater.kind,
-            "rater_external_id": rater.external_id,
-            "rater_name": rater.name,
-            "rater_excluded": rater.excluded,
-            "trial": trial_as_set(trial),
-            "status": status,
-            "value": value,
-            "value_label": data.label(value) if value is not None else None,
-            "numeric": data.number(item_id, value) if status == Judgment.Status.OK else None,
-            "chosen_candidates": chosen,
-            "chosen_candidate_provenance": {k: data.candidate_provenance.get((item_id, k), {}) for k in chosen},
-            "shown_order": shown_order,
-            "duration_ms": duration_ms,
-            "too_fast": too_fast,
-            "attention_passed": attention_passed,
-            "created_at": created_at.isoformat(),
-            "provenance": scrub_provenance(provenance),
-        }
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _csv_cell(name: str, value: Any) -> Any:
-    if value is None:
-        return ""
-    if name in JSON_COLUMNS:
-        return csv_safe(json.dumps(value, ensure_ascii=False, sort_keys=True))
+def _flag_text(value: bool | None) -> str:
+    return "" if value is None else ("true" if value else "false")
+
+
+def _text(value: Any) -> Any:
+    """A single value as a CSV cell: JSON for objects and lists, true/false for flags."""
     if isinstance(value, bool):
-        return "true" if value else "false"
+        return _flag_text(value)
     if isinstance(value, dict | list):
-        return csv_safe(json.dumps(value, ensure_ascii=False, sort_keys=True))
-    return csv_safe(value)
+        return _json_text(value)
+    return value
 
 
-def _tick(progress: Progress | None, n: int) -> None:
-    if progress is not None and n % CHUNK == 0:
-        progress(n)
+def _safe_text(value: Any) -> Any:
+    return csv_safe(_text(value))
 
 
-def write_csv(study: Study, out: IO[str], *, rater_subset: Iterable[int] = (), progress: Progress | None = None) -> int:
-    """Write the long-format CSV to a text stream; return the number of judgments written."""
+SPREADSHEET_CELLS = Cells(
+    scalar=_safe_text,
+    json=lambda value: csv_safe(_json_text(value)),
+    flag=_flag_text,
+    when=lambda moment: moment.isoformat(),
+    none="",
+)
+RAW_CELLS = Cells(scalar=_text, json=_json_text, flag=_flag_text, when=lambda moment: moment.isoformat(), none="")
+JSONL_CELLS = Cells(
+    scalar=lambda value: value, json=lambda value: value, flag=lambda value: value, when=lambda m: m.isoformat()
+)
+
+
+def _batches(rows: Iterator[tuple]) -> Iterator[list[tuple]]:
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_csv(cells: Cells, study: Study, out: IO[str], rater_subset: Iterable[int], progress: Progress | None) -> int:
     data = load_study(study, rater_subset=rater_subset)
     writer = csv.writer(out)
     writer.writerow(COLUMNS)
     n = 0
-    for record in judgment_records(data):
-        writer.writerow([_csv_cell(name, record[name]) for name in COLUMNS])
-        n += 1
-        _tick(progress, n)
+    for batch in _batches(judgment_rows(data, cells)):
+        writer.writerows(batch)
+        n += len(batch)
+        if progress is not None and n % CHUNK == 0:
+            progress(n)
     if progress is not None:
         progress(n)
     return n
+
+
+def write_csv(study: Study, out: IO[str], *, rater_subset: Iterable[int] = (), progress: Progress | None = None) -> int:
+    """Write the spreadsheet-safe long-format CSV to a text stream; return the number of judgments written."""
+    return _write_csv(SPREADSHEET_CELLS, study, out, rater_subset, progress)
+
+
+def write_csv_raw(
+    study: Study, out: IO[str], *, rater_subset: Iterable[int] = (), progress: Progress | None = None
+) -> int:
+    """Write the analysis-grade CSV (values exactly as stored) to a text stream; return the rows written."""
+    return _write_csv(RAW_CELLS, study, out, rater_subset, progress)
+
+
+def _jsonl_lines(study: Study, rater_subset: Iterable[int]) -> Iterator[str]:
+    data = load_study(study, rater_subset=rater_subset)
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    for row in judgment_rows(data, JSONL_CELLS):
+        yield dumps(dict(zip(COLUMNS, row, strict=True))) + "\n"
 
 
 def write_jsonl(
     study: Study, out: IO[str], *, rater_subset: Iterable[int] = (), progress: Progress | None = None
 ) -> int:
     """Write one JSON object per judgment and line; return the number written."""
-    data = load_study(study, rater_subset=rater_subset)
     n = 0
-    for record in judgment_records(data):
-        out.write(json.dumps(record, ensure_ascii=False))
-        out.write("\n")
+    for line in _jsonl_lines(study, rater_subset):
+        out.write(line)
         n += 1
-        _tick(progress, n)
+        if progress is not None and n % CHUNK == 0:
+            progress(n)
     if progress is not None:
         progress(n)
     return n
@@ -172,16 +143,23 @@ class _Echo:
         return value
 
 
-def stream_csv(study: Study, *, rater_subset: Iterable[int] = ()) -> Iterator[str]:
-    """The CSV as an iterator of lines, for a streaming HTTP response."""
+def _stream_csv(cells: Cells, study: Study, rater_subset: Iterable[int]) -> Iterator[str]:
     data = load_study(study, rater_subset=rater_subset)
     writer = csv.writer(_Echo())
     yield writer.writerow(COLUMNS)
-    for record in judgment_records(data):
-        yield writer.writerow([_csv_cell(name, record[name]) for name in COLUMNS])
+    for batch in _batches(judgment_rows(data, cells)):
+        yield "".join(writer.writerow(row) for row in batch)
+
+
+def stream_csv(study: Study, *, rater_subset: Iterable[int] = ()) -> Iterator[str]:
+    """The spreadsheet-safe CSV as an iterator of text, for a streaming HTTP response."""
+    return _stream_csv(SPREADSHEET_CELLS, study, rater_subset)
+
+
+def stream_csv_raw(study: Study, *, rater_subset: Iterable[int] = ()) -> Iterator[str]:
+    """The analysis-grade CSV as an iterator of text."""
+    return _stream_csv(RAW_CELLS, study, rater_subset)
 
 
 def stream_jsonl(study: Study, *, rater_subset: Iterable[int] = ()) -> Iterator[str]:
-    data = load_study(study, rater_subset=rater_subset)
-    for record in judgment_records(data):
-        yield json.dumps(record, ensure_ascii=False) + "\n"
+    return _jsonl_lines(study, rater_subset)

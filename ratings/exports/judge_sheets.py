@@ -8,17 +8,14 @@ import math
 from array import array
 from typing import Any
 
-from openpyxl.styles import Font
-
 from annotation.models import Judgment, counted_raters, trial_as_set
 from annotation.task_types import Level
 from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboard
 from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
 
-from .safe_cells import scrub_provenance, xlsx_row
-from .study_data import CHUNK, HUMAN_KINDS, StudyData
+from .safe_cells import scrub_provenance
+from .study_data import HUMAN_KINDS, StudyData, stream
 
-BOLD = Font(bold=True)
 RAW_KEYS = ("raw_response", "raw", "response_text", "response")
 INPUT_TOKEN_KEYS = ("prompt_tokens", "input_tokens", "tokens_in")
 OUTPUT_TOKEN_KEYS = ("completion_tokens", "output_tokens", "tokens_out")
@@ -26,7 +23,7 @@ LATENCY_KEYS = ("latency_ms", "latency")
 
 
 def _note(sheet, text: str) -> None:
-    sheet.append(xlsx_row(sheet, [text]))
+    sheet.append([text])
 
 
 def _figure(value: float) -> float | None:
@@ -104,11 +101,9 @@ def write_llm_judgments(data: StudyData, sheet, counter) -> dict[int, Matches]:
         "Other provenance",
     ]
     wrote_header = False
-    for rater_id, item_id, external_id, is_check, trial, status, value, duration, created, prov in rows.iterator(
-        chunk_size=CHUNK
-    ):
+    for rater_id, item_id, external_id, is_check, trial, status, value, duration, created, prov in stream(rows):
         if not wrote_header:
-            sheet.append(xlsx_row(sheet, header, font=BOLD))
+            sheet.append(header, bold=True)
             wrote_header = True
         counter.add()
         judge = data.raters[rater_id]
@@ -116,26 +111,23 @@ def write_llm_judgments(data: StudyData, sheet, counter) -> dict[int, Matches]:
         number = data.number(item_id, value) if status == Judgment.Status.OK else None
         parsed = data.label(value) if value is not None else None
         sheet.append(
-            xlsx_row(
-                sheet,
-                [
-                    judge.label,
-                    judge.kind,
-                    external_id,
-                    "yes" if is_check else "no",
-                    trial_as_set(trial),
-                    status,
-                    parsed,
-                    number,
-                    raw,
-                    tokens_in,
-                    tokens_out,
-                    latency,
-                    duration,
-                    created,
-                    rest or None,
-                ],
-            )
+            [
+                judge.label,
+                judge.kind,
+                external_id,
+                "yes" if is_check else "no",
+                trial_as_set(trial),
+                status,
+                parsed,
+                number,
+                raw,
+                tokens_in,
+                tokens_out,
+                latency,
+                duration,
+                created,
+                rest or None,
+            ],
         )
         if data.level == Level.PAIRWISE and status == Judgment.Status.OK and not is_check:
             matches.setdefault(rater_id, Matches()).add_item(data, item_id, [value])
@@ -189,22 +181,19 @@ def _verdicts(matches: Matches) -> list[MatchVerdict]:
 def _write_board(sheet, title: str, board: Leaderboard, *, first: bool) -> None:
     if not first:
         sheet.append([])
-    sheet.append(xlsx_row(sheet, [title], font=BOLD))
-    sheet.append(xlsx_row(sheet, list(PRINTED_COLUMNS), font=BOLD))
+    sheet.append([title], bold=True)
+    sheet.append(list(PRINTED_COLUMNS), bold=True)
     for standing in board.standings:
-        sheet.append(xlsx_row(sheet, printed_row(standing)))
+        sheet.append(printed_row(standing))
     sheet.append(
-        xlsx_row(
-            sheet,
-            [
-                f"Note: 95% percentile intervals from {board.n_resamples} bootstrap resamples; Stable Elo over "
-                f"{board.n_orderings} replays; seed {board.seed}."
-            ],
-        )
+        [
+            f"Note: 95% percentile intervals from {board.n_resamples} bootstrap resamples; Stable Elo over "
+            f"{board.n_orderings} replays; seed {board.seed}."
+        ],
     )
-    sheet.append(xlsx_row(sheet, [f"Note: {position_summary(board.position)}"]))
+    sheet.append([f"Note: {position_summary(board.position)}"])
     for note in board.warnings:
-        sheet.append(xlsx_row(sheet, [f"Note: {note}"]))
+        sheet.append([f"Note: {note}"])
 
 
 def write_rankings(data: StudyData, sheet, human: Matches | None, judges: dict[int, Matches]) -> None:

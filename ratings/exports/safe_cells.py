@@ -8,9 +8,12 @@ in the researcher's Excel. So:
 
 * CSV: such a text gets a leading apostrophe, the convention spreadsheets
   read as "this is text"; numbers are left alone (``-2`` stays a number).
-* XLSX: text is stored as a string cell (``t="inlineStr"``), never a formula
-  cell, with its value unchanged; openpyxl would otherwise turn any string
-  starting with ``=`` into a formula.
+* XLSX: text is stored as a string cell, never a formula cell, with its value
+  unchanged (``xlsx_book.Sheet`` writes it with ``write_string``; xlsxwriter's
+  ``write()`` would otherwise turn any string starting with ``=`` into a formula).
+* Analysis-grade exports (raw CSV, Parquet, JSON Lines) are not for
+  spreadsheets and keep every value exactly as stored: ``csv_safe`` is applied
+  only where a file is meant to be opened in a spreadsheet.
 
 Provenance written by LLM judges may carry request details; anything whose
 key looks like a credential is dropped before it reaches a file.
@@ -24,10 +27,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Control characters an XML document cannot hold (the tab, line feed and carriage return it can).
+ILLEGAL_CHARACTERS_RE = re.compile(r"[\000-\010]|[\013-\014]|[\016-\037]")
 # Excel refuses longer cells; a longer raw response is cut with a marker.
 XLSX_MAX_CHARS = 32_767
 TRUNCATED = " …[truncated for Excel; see the JSONL export]"
@@ -65,7 +67,7 @@ def _is_number(value: Any) -> bool:
 
 
 def xlsx_value(value: Any) -> Any:
-    """A Python value openpyxl can store: NaN becomes empty, datetimes lose their zone."""
+    """A Python value a workbook cell can store: NaN becomes empty, datetimes lose their zone."""
     if value is None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
@@ -87,28 +89,6 @@ def xlsx_text(text: str) -> str:
     if len(text) > XLSX_MAX_CHARS:
         text = text[: XLSX_MAX_CHARS - len(TRUNCATED)] + TRUNCATED
     return text
-
-
-def xlsx_cell(sheet, value: Any, *, font=None) -> WriteOnlyCell:
-    """A write-only cell whose text can never be read as a formula.
-
-    openpyxl marks any string starting with "=" as a formula (data type "f")
-    when the value is bound; resetting the type to "s" makes the writer emit
-    an inline string with the text unchanged.
-    """
-    value = xlsx_value(value)
-    if isinstance(value, str):
-        value = xlsx_text(value)
-    cell = WriteOnlyCell(sheet, value=value)
-    if isinstance(value, str):
-        cell.data_type = "s"
-    if font is not None:
-        cell.font = font
-    return cell
-
-
-def xlsx_row(sheet, values, *, font=None) -> list[WriteOnlyCell]:
-    return [xlsx_cell(sheet, v, font=font) for v in values]
 
 
 def _is_usage(name: str, value: Any) -> bool:

@@ -40,7 +40,8 @@ from annotation.jobs import (
 from annotation.models import Judgment, Rater, Study, counted_raters
 from ratings.models import Export
 
-from .csv_jsonl import write_csv, write_jsonl
+from .csv_jsonl import write_csv, write_csv_raw, write_jsonl
+from .parquet import write_parquet
 from .workbook import write_workbook
 
 logger = logging.getLogger(__name__)
@@ -49,11 +50,29 @@ EXPORT_DIR = "exports"
 #: Claims (first run, retries, recoveries) before an export whose worker keeps dying is failed.
 MAX_ATTEMPTS = 2
 PROGRESS_EVERY = 20_000
-EXTENSIONS = {Export.Format.XLSX: "xlsx", Export.Format.CSV: "csv", Export.Format.JSONL: "jsonl"}
+EXTENSIONS = {
+    Export.Format.XLSX: "xlsx",
+    Export.Format.CSV: "csv",
+    Export.Format.CSV_RAW: "raw.csv",
+    Export.Format.PARQUET: "parquet",
+    Export.Format.JSONL: "jsonl",
+}
 CONTENT_TYPES = {
     Export.Format.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
     Export.Format.CSV: "text/csv; charset=utf-8",
+    Export.Format.CSV_RAW: "text/csv; charset=utf-8",
+    Export.Format.PARQUET: "application/vnd.apache.parquet",
     Export.Format.JSONL: "application/x-ndjson; charset=utf-8",
+}
+# Writers of binary files take a path or binary stream; text writers a text stream.
+BINARY_WRITERS: dict[str, Callable[..., int]] = {
+    Export.Format.XLSX: write_workbook,
+    Export.Format.PARQUET: write_parquet,
+}
+TEXT_WRITERS: dict[str, Callable[..., int]] = {
+    Export.Format.CSV: write_csv,
+    Export.Format.CSV_RAW: write_csv_raw,
+    Export.Format.JSONL: write_jsonl,
 }
 
 
@@ -173,13 +192,7 @@ def export_run(*, export: Export, beat: Beat | None = None) -> Export:
     partial = directory / f".{name}.part"
     report = _progress(export, beat)
     try:
-        if export.format == Export.Format.XLSX:
-            rows = write_workbook(export.study, str(partial), rater_subset=export.rater_subset, progress=report)
-        else:
-            writer = write_csv if export.format == Export.Format.CSV else write_jsonl
-            newline = "" if export.format == Export.Format.CSV else "\n"
-            with open(partial, "w", encoding="utf-8", newline=newline) as out:
-                rows = writer(export.study, out, rater_subset=export.rater_subset, progress=report)
+        rows = write_export(export.study, export.format, partial, rater_subset=export.rater_subset, progress=report)
         with transaction.atomic():
             if not job_finish(Export, pk=export.pk, token=token, file=f"{EXPORT_DIR}/{name}", rows_written=rows):
                 raise LeaseLost(f"export {export.pk} is no longer held by this worker")
@@ -189,6 +202,25 @@ def export_run(*, export: Export, beat: Beat | None = None) -> Export:
         partial.unlink(missing_ok=True)
     export.refresh_from_db()
     return export
+
+
+def write_export(
+    study: Study,
+    fmt: str,
+    path: str | Path,
+    *,
+    rater_subset: Iterable[int] = (),
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Write the study's export in format ``fmt`` (an ``Export.Format`` value) to ``path``; return the judgments read."""
+    if fmt in BINARY_WRITERS:
+        return BINARY_WRITERS[fmt](study, str(path), rater_subset=rater_subset, progress=progress)
+    if fmt not in TEXT_WRITERS:
+        raise ValidationError(f"Unknown export format {fmt!r}.")
+    # CSV rows end in \r\n as the csv module writes them; JSON Lines in \n.
+    newline = "\n" if fmt == Export.Format.JSONL else ""
+    with open(path, "w", encoding="utf-8", newline=newline) as out:
+        return TEXT_WRITERS[fmt](study, out, rater_subset=rater_subset, progress=progress)
 
 
 def export_file_path(export: Export) -> Path:

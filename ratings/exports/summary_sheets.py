@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
-from openpyxl.styles import Font
 
 import funnybone
 from annotation.models import Enrollment, Judgment, counted_raters
@@ -24,14 +23,11 @@ from ratings.stats.leaderboard import DEFAULT_RESAMPLES
 from ratings.stats.report import agreement_summary
 
 from .item_figures import ADJACENT_DEFINITION, EXACT_DEFINITION, MAD_DEFINITION
-from .safe_cells import xlsx_row
 from .study_data import HUMAN_KINDS, StudyData
-
-BOLD = Font(bold=True)
 
 
 def _note(sheet, text: str) -> None:
-    sheet.append(xlsx_row(sheet, [text]))
+    sheet.append([text])
 
 
 # -- Metadata ----------------------------------------------------------------
@@ -39,9 +35,8 @@ def _note(sheet, text: str) -> None:
 
 def write_metadata(data: StudyData, sheet, *, judgments_read: int, sort_note: str) -> None:
     study = data.study
-    sheet.column_dimensions["A"].width = 34
-    sheet.column_dimensions["B"].width = 100
-    sheet.append(xlsx_row(sheet, ["Key", "Value"], font=BOLD))
+    sheet.widths({0: 34, 1: 100})
+    sheet.append(["Key", "Value"], bold=True)
     counts = Judgment.objects.filter(counted_raters(), study=study).aggregate(
         total=Count("pk"), human=Count("pk", filter=Q(rater__kind__in=HUMAN_KINDS))
     )
@@ -104,7 +99,7 @@ def write_metadata(data: StudyData, sheet, *, judgments_read: int, sort_note: st
         ("Judgments read for this workbook", judgments_read),
     ]
     for key, value in rows:
-        sheet.append(xlsx_row(sheet, [key, value]))
+        sheet.append([key, value])
 
 
 # -- Raters ------------------------------------------------------------------
@@ -135,7 +130,7 @@ def write_raters(data: StudyData, sheet) -> None:
         "First judgment at",
         "Last judgment at",
     ]
-    sheet.append(xlsx_row(sheet, header, font=BOLD))
+    sheet.append(header, bold=True)
     tallies = {
         row["rater_id"]: row
         for row in Judgment.objects.filter(study=data.study)
@@ -162,30 +157,27 @@ def write_raters(data: StudyData, sheet) -> None:
         enrolled = enrollments.get(rater.pk, {})
         subset = ("yes" if rater.in_subset else "no") if data.subset else None
         sheet.append(
-            xlsx_row(
-                sheet,
-                [
-                    rater.label,
-                    rater.pk,
-                    rater.kind,
-                    rater.name,
-                    rater.external_id,
-                    enrolled.get("created_at"),
-                    enrolled.get("consented_at"),
-                    enrolled.get("completed_at"),
-                    tally.get("n", 0),
-                    tally.get("ok", 0),
-                    tally.get("passed", 0),
-                    tally.get("failed", 0),
-                    tally.get("too_fast", 0),
-                    "yes" if rater.excluded else "no",
-                    rater.excluded_reason,
-                    "yes" if enrolled.get("ended_early") else "no",
-                    subset,
-                    tally.get("first"),
-                    tally.get("last"),
-                ],
-            )
+            [
+                rater.label,
+                rater.pk,
+                rater.kind,
+                rater.name,
+                rater.external_id,
+                enrolled.get("created_at"),
+                enrolled.get("consented_at"),
+                enrolled.get("completed_at"),
+                tally.get("n", 0),
+                tally.get("ok", 0),
+                tally.get("passed", 0),
+                tally.get("failed", 0),
+                tally.get("too_fast", 0),
+                "yes" if rater.excluded else "no",
+                rater.excluded_reason,
+                "yes" if enrolled.get("ended_early") else "no",
+                subset,
+                tally.get("first"),
+                tally.get("last"),
+            ],
         )
 
 
@@ -244,12 +236,12 @@ def write_agreement(data: StudyData, sheet, matrix: np.ndarray | None, note: str
         except ValueError as exc:
             metrics = {"Notes": f"could not be computed: {exc}"}
         results.append((name, metrics))
-    sheet.column_dimensions["A"].width = 34
-    sheet.append(xlsx_row(sheet, ["Metric", *[name for name, _ in results]], font=BOLD))
+    sheet.widths({0: 34})
+    sheet.append(["Metric", *[name for name, _ in results]], bold=True)
     keys = list(dict.fromkeys(k for _, metrics in results for k in metrics))
     for key in keys:
         cells = [metrics.get(key) for _, metrics in results]
-        sheet.append(xlsx_row(sheet, [key, *[c if isinstance(c, str) else _figure(c) for c in cells]]))
+        sheet.append([key, *[c if isinstance(c, str) else _figure(c) for c in cells]])
     if data.is_scale and len(groups) == 2:
         full = np.nanmean(groups[0][1], axis=1)
         part = np.nanmean(groups[1][1], axis=1)
@@ -258,12 +250,9 @@ def write_agreement(data: StudyData, sheet, matrix: np.ndarray | None, note: str
             rho = spearman(full[keep], part[keep], n_resamples=DEFAULT_RESAMPLES)
             sheet.append([])
             sheet.append(
-                xlsx_row(
-                    sheet,
-                    [
-                        "Spearman rho, all-rater mean vs subset mean per item",
-                        _figure(rho.estimate),
-                        f"95% CI {_figure(rho.ci_low)} to {_figure(rho.ci_high)}",
-                    ],
-                )
+                [
+                    "Spearman rho, all-rater mean vs subset mean per item",
+                    _figure(rho.estimate),
+                    f"95% CI {_figure(rho.ci_low)} to {_figure(rho.ci_high)}",
+                ],
             )

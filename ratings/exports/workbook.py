@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""One XLSX workbook per study, written in openpyxl's write-only mode.
+"""One XLSX workbook per study, written row by row in constant memory (``xlsx_book``).
 
 The human judgments are read once, item by item, in database chunks; while
 they stream past, the "Ratings" rows are written, each rater's counts are
@@ -20,24 +20,21 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import numpy as np
-from openpyxl import Workbook
-from openpyxl.styles import Font
 
 from annotation.models import Candidate, Item, Study
 from annotation.task_types import MATRIX_LEVELS, Level
 
 from .item_figures import CandidateRef, figures_for
 from .judge_sheets import Matches, write_llm_judgments, write_rankings
-from .safe_cells import xlsx_cell, xlsx_row
 from .study_data import CHUNK, StudyData, human_judgments, load_study
 from .summary_sheets import write_agreement, write_metadata, write_raters
+from .xlsx_book import Book
 
 SHEETS = ("Metadata", "Items", "Ratings", "Rater stats", "Raters", "LLM judgments", "Agreement", "Rankings")
 # Excel's column limit, less the item columns.
 MAX_RATER_COLUMNS = 16_384 - 3
 # Above this many items × raters cells the agreement statistics are left out (float64: 8 bytes a cell).
 MAX_MATRIX_CELLS = 20_000_000
-BOLD = Font(bold=True)
 
 Progress = Callable[[int], None]
 
@@ -51,11 +48,10 @@ def write_workbook(
 ) -> int:
     """Write the study's workbook to a path or binary file; return the number of judgments read."""
     data = load_study(study, rater_subset=rater_subset)
-    wb = Workbook(write_only=True)
-    sheets = {name: wb.create_sheet(name) for name in SHEETS}
-    for name, widths in (("Items", {"A": 7, "B": 16, "C": 30, "D": 50}), ("Ratings", {"A": 16, "B": 30, "C": 50})):
-        for column, width in widths.items():
-            sheets[name].column_dimensions[column].width = width
+    book = Book(target)
+    sheets = {name: book.sheet(name) for name in SHEETS}
+    sheets["Items"].widths({0: 7, 1: 16, 2: 30, 3: 50})
+    sheets["Ratings"].widths({0: 16, 1: 30, 2: 50})
 
     counter = _ProgressCounter(progress)
     pass_result = _human_pass(data, sheets["Ratings"], counter)
@@ -66,7 +62,7 @@ def write_workbook(
     write_agreement(data, sheets["Agreement"], pass_result.matrix, pass_result.matrix_note)
     write_rankings(data, sheets["Rankings"], pass_result.matches, judge_matches)
     write_metadata(data, sheets["Metadata"], judgments_read=counter.rows, sort_note=pass_result.figures.sort_note)
-    wb.save(target)
+    book.close()
     counter.flush()
     return counter.rows
 
@@ -147,19 +143,17 @@ def _human_pass(data: StudyData, sheet, counter: _ProgressCounter) -> _PassResul
 
     wide = 0 < len(humans) <= MAX_RATER_COLUMNS
     if not humans:
-        sheet.append(xlsx_row(sheet, ["No human raters have judged this study yet."]))
+        sheet.append(["No human raters have judged this study yet."])
     elif not wide:
-        sheet.append(
-            xlsx_row(sheet, [f"{len(humans)} human raters are more than a sheet's columns; use the CSV export."])
-        )
+        sheet.append([f"{len(humans)} human raters are more than a sheet's columns; use the CSV export."])
     else:
-        sheet.append(xlsx_row(sheet, ["Item", "Prompt", "Text", *[r.label for r in humans]], font=BOLD))
+        sheet.append(["Item", "Prompt", "Text", *[r.label for r in humans]], bold=True)
 
     matches = Matches() if data.level == Level.PAIRWISE else None
     for row, ((item_id, external_id, prompt, text), values) in enumerate(_items_with_judgments(data, counter)):
         if wide:
             cells = [external_id, prompt, text, *[data.label(values.get(r.pk)) for r in humans]]
-            sheet.append(xlsx_row(sheet, cells))
+            sheet.append(cells)
         for rater_id, value in values.items():
             if rater_id in per_rater:
                 per_rater[rater_id][_rater_stat_key(data, item_id, value, text_level)] += 1
@@ -182,10 +176,10 @@ def _rater_stat_key(data: StudyData, item_id: int, value: Any, text_level: bool)
 
 def _write_items(data: StudyData, sheet, figures) -> None:
     header = ["Rank", "Item", "Prompt", "Text", *figures.columns]
-    sheet.append(xlsx_row(sheet, header, font=BOLD))
+    sheet.append(header, bold=True)
     rows = figures.sorted_rows()
     if not data.item_ids:
-        sheet.append(xlsx_row(sheet, ["This study has no items yet."]))
+        sheet.append(["This study has no items yet."])
         return
     rank = 0
     while True:
@@ -203,7 +197,7 @@ def _write_items(data: StudyData, sheet, figures) -> None:
         for item_id, cells in chunk:
             rank += 1
             resolved = [texts.get(c) if isinstance(c, CandidateRef) else c for c in cells]
-            sheet.append(xlsx_row(sheet, [rank, *items[item_id], *resolved]))
+            sheet.append([rank, *items[item_id], *resolved])
 
 
 def _candidate_texts(chunk: list[tuple[int, list[Any]]]) -> dict[CandidateRef, str]:
@@ -217,7 +211,7 @@ def _candidate_texts(chunk: list[tuple[int, list[Any]]]) -> dict[CandidateRef, s
 def _write_rater_stats(data: StudyData, sheet, per_rater: dict[int, Counter]) -> None:
     humans = data.humans
     if not humans:
-        sheet.append(xlsx_row(sheet, ["No human raters have judged this study yet."]))
+        sheet.append(["No human raters have judged this study yet."])
         return
     numeric = data.level in MATRIX_LEVELS
     points: list[float] = []
@@ -227,7 +221,7 @@ def _write_rater_stats(data: StudyData, sheet, per_rater: dict[int, Counter]) ->
     header = ["Rater", "Kind", "Excluded", "In subset", "Judgments (n)"]
     if numeric:
         header += ["Mean", "SD", "Median", *[f"n at {_point_name(p)}" for p in points]]
-    sheet.append(xlsx_row(sheet, header, font=BOLD))
+    sheet.append(header, bold=True)
     for rater in humans:
         counts = per_rater[rater.pk]
         n = sum(counts.values())
@@ -235,10 +229,10 @@ def _write_rater_stats(data: StudyData, sheet, per_rater: dict[int, Counter]) ->
         row: list[Any] = [rater.label, rater.kind, "yes" if rater.excluded else "no", subset, n]
         if numeric:
             row += [*_describe(counts), *[counts.get(p, 0) for p in points]]
-        sheet.append(xlsx_row(sheet, row))
+        sheet.append(row)
     if numeric and data.level != Level.ORDINAL:
         sheet.append([])
-        sheet.append(xlsx_row(sheet, [_coding_note(data)]))
+        sheet.append([_coding_note(data)])
 
 
 def _point_name(point: float) -> Any:
@@ -261,4 +255,4 @@ def _describe(counts: Counter) -> list[float | None]:
     return [float(values.mean()), sd, float(np.median(values))]
 
 
-__all__ = ["SHEETS", "write_workbook", "xlsx_cell"]
+__all__ = ["SHEETS", "write_workbook"]

@@ -5,14 +5,10 @@ from __future__ import annotations
 import re
 from typing import IO
 
-from openpyxl import Workbook
-from openpyxl.styles import Font
-
-from ..exports.safe_cells import xlsx_row
+from ..exports.xlsx_book import Book
 from ..reports import to_plain
 from .base import ProtocolReport
 
-BOLD = Font(bold=True)
 SHEET_NAME_MAX = 31
 _FORBIDDEN = re.compile(r"[\[\]\*\?/\\:]")
 
@@ -28,29 +24,29 @@ def _sheet_name(title: str, used: set[str]) -> str:
 
 
 def write_report_workbook(report: ProtocolReport, stream: IO[bytes]) -> None:
-    book = Workbook(write_only=True)
+    book = Book(stream)
     used = {"summary"}
-    summary = book.create_sheet("Summary")
-    summary.append(xlsx_row(summary, [report.title], font=BOLD))
-    summary.append(xlsx_row(summary, ["Study", report.study.name]))
-    summary.append(xlsx_row(summary, ["Template", report.study.protocol]))
+    summary = book.sheet("Summary")
+    summary.append([report.title], bold=True)
+    summary.append(["Study", report.study.name])
+    summary.append(["Template", report.study.protocol])
     summary.append([])
     for name, value in report.summary:
-        summary.append(xlsx_row(summary, [name, to_plain(value)]))
+        summary.append([name, to_plain(value)])
     if report.notes:
         summary.append([])
-        summary.append(xlsx_row(summary, ["Notes"], font=BOLD))
+        summary.append(["Notes"], bold=True)
         for note in report.notes:
-            summary.append(xlsx_row(summary, [note]))
+            summary.append([note])
     for table in report.tables():
-        sheet = book.create_sheet(_sheet_name(table.title, used))
-        sheet.append(xlsx_row(sheet, table.columns, font=BOLD))
+        sheet = book.sheet(_sheet_name(table.title, used))
+        sheet.append(table.columns, bold=True)
         for row in table.rows:
-            sheet.append(xlsx_row(sheet, [_cell(v) for v in row]))
+            sheet.append([_cell(v) for v in row])
         if table.note:
             sheet.append([])
-            sheet.append(xlsx_row(sheet, [table.note]))
-    book.save(stream)
+            sheet.append([table.note])
+    book.close()
 
 
 def _cell(value):

@@ -1,5 +1,7 @@
 """HumorRank templates, importers and report on small hand-made data."""
 
+import io
+
 import pytest
 from django.utils import timezone
 
@@ -59,6 +61,16 @@ class TestContestImport:
         first = contest.items.get(external_id="h1")
         assert first.prompt == "Town bans umbrellas"
         assert [c.key for c in first.candidates.all()] == ["alpha", "beta", "gamma"]
+
+    def test_a_stream_is_read_in_pieces_never_whole(self, contest):
+        # The worker hands the stored upload over as a stream (issue 16): nothing may read it in one go.
+        class PieceByPiece(io.BytesIO):
+            def read(self, size=-1):
+                assert size is not None and size >= 0, "the whole file was read at once"
+                return super().read(size)
+
+        result = protocol_import(study=contest, data=PieceByPiece(CONTEST_CSV), filename="contest.csv")
+        assert (result.ok, result.items, result.judgments) == (True, 2, 0)
 
     def test_it_names_every_bad_row_and_writes_nothing(self, contest):
         bad = CONTEST_CSV + (

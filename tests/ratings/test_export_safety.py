@@ -2,15 +2,18 @@
 
 import csv
 import io
+from datetime import UTC, datetime
 
 import pytest
-from openpyxl import Workbook, load_workbook
+import xlsxwriter
+from openpyxl import load_workbook
 
 from annotation.models import Item, Rater
 from annotation.services.studies import ItemSpec, items_create
 from ratings.exports.csv_jsonl import write_csv
-from ratings.exports.safe_cells import csv_safe, scrub_provenance, xlsx_cell
+from ratings.exports.safe_cells import csv_safe, scrub_provenance
 from ratings.exports.workbook import write_workbook
+from ratings.exports.xlsx_book import Book
 from tests.conftest import build_study
 from tests.ratings.export_helpers import judge_directly, rate_as_crowd
 
@@ -37,28 +40,43 @@ def hostile_study(researcher):
     return study
 
 
-class TestOpenpyxlAssumption:
-    def test_openpyxl_would_store_a_leading_equals_sign_as_a_formula(self):
-        # Why xlsx_cell exists: plain assignment makes a formula cell.
-        ws = Workbook().active
-        ws["A1"] = "=1+1"
-        assert ws["A1"].data_type == "f"
+class TestXlsxwriterAssumption:
+    def test_xlsxwriter_would_store_a_leading_equals_sign_as_a_formula(self, tmp_path):
+        # Why Sheet.write exists: xlsxwriter's plain write() makes a formula cell.
+        path = tmp_path / "plain.xlsx"
+        book = xlsxwriter.Workbook(str(path))
+        book.add_worksheet().write(0, 0, "=1+1")
+        book.close()
+        assert load_workbook(path).active["A1"].data_type == "f"
+
+
+def _one_cell(tmp_path, value):
+    path = tmp_path / "cell.xlsx"
+    book = Book(str(path))
+    book.sheet("S").append([value])
+    book.close()
+    return load_workbook(path)["S"]["A1"]
 
 
 class TestXlsxCells:
     @pytest.mark.parametrize("text", DANGEROUS)
-    def test_dangerous_text_is_a_string_cell_with_its_value_unchanged(self, text):
-        ws = Workbook(write_only=True).create_sheet()
-        cell = xlsx_cell(ws, text)
+    def test_dangerous_text_is_a_string_cell_with_its_value_unchanged(self, text, tmp_path):
+        cell = _one_cell(tmp_path, text)
         assert cell.data_type == "s"
         assert cell.value == text.replace("\r", "\n")
 
     @pytest.mark.parametrize("number", [-2, -0.5, 3, 0])
-    def test_numbers_stay_numbers(self, number):
-        ws = Workbook(write_only=True).create_sheet()
-        cell = xlsx_cell(ws, number)
+    def test_numbers_stay_numbers(self, number, tmp_path):
+        cell = _one_cell(tmp_path, number)
         assert cell.data_type == "n"
         assert cell.value == number
+
+    def test_a_time_is_a_date_cell_with_a_date_format(self, tmp_path):
+        when = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+        cell = _one_cell(tmp_path, when)
+        assert cell.is_date
+        assert cell.value == when.replace(tzinfo=None)
+        assert cell.number_format == "yyyy-mm-dd hh:mm:ss"
 
 
 class TestWorkbookIsInert:

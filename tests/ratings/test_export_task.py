@@ -3,6 +3,7 @@
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from django.db import OperationalError
 from django.utils import timezone
@@ -114,11 +115,23 @@ class TestFilePath:
             export_file_path(export)
 
 
+class TestAnalysisFormats:
+    @pytest.mark.parametrize("fmt", [Export.Format.CSV_RAW, Export.Format.PARQUET])
+    def test_the_worker_writes_the_analysis_formats(self, export, fmt):
+        Export.objects.filter(pk=export.pk).update(format=fmt)
+        assert export_study_task.apply(args=[export.pk]).successful()
+        export.refresh_from_db()
+        assert (export.status, export.rows_written) == ("done", 2)
+        path = export_file_path(export)
+        frame = pd.read_parquet(path) if fmt == Export.Format.PARQUET else pd.read_csv(path)
+        assert sorted(frame["numeric"]) == [0.0, 2.0]
+
+
 class TestLease:
     def test_an_export_that_lost_its_lease_writes_no_file_and_is_not_marked_done(self, export, monkeypatch, settings):
         from ratings.exports import services
 
-        real = services.write_workbook
+        real = services.BINARY_WRITERS[Export.Format.XLSX]
 
         def taken_over_midway(*args, **kwargs):
             rows = real(*args, **kwargs)
@@ -126,7 +139,7 @@ class TestLease:
             Export.objects.filter(pk=export.pk).update(claimed_by="worker-2")
             return rows
 
-        monkeypatch.setattr(services, "write_workbook", taken_over_midway)
+        monkeypatch.setitem(services.BINARY_WRITERS, Export.Format.XLSX, taken_over_midway)
         result = export_study_task.apply(args=[export.pk])
         assert result.successful()
         export.refresh_from_db()

@@ -3,6 +3,7 @@
 import io
 import json
 
+import pandas as pd
 import pytest
 from django.urls import reverse
 from openpyxl import load_workbook
@@ -91,6 +92,22 @@ class TestExportRequest:
         lines = b"".join(response.streaming_content).decode().splitlines()
         assert lines[0].startswith("study,judgment_id,item,")
         assert len(lines) == 1 + 6
+
+    def test_a_small_study_streams_the_raw_csv_at_once(self, csrf_client, study):
+        response = post(login(csrf_client, "rita"), study, {"format": "csv_raw"})
+        assert response.status_code == 200
+        assert ".raw.csv" in response["Content-Disposition"]
+        lines = b"".join(response.streaming_content).decode().splitlines()
+        assert lines[0].startswith("study,judgment_id,item,")
+        assert len(lines) == 1 + 6
+
+    def test_a_small_study_sends_the_parquet_file_at_once(self, csrf_client, study):
+        response = post(login(csrf_client, "rita"), study, {"format": "parquet"})
+        assert response.status_code == 200
+        assert ".parquet" in response["Content-Disposition"]
+        frame = pd.read_parquet(io.BytesIO(b"".join(response.streaming_content)))
+        assert len(frame) == 6
+        assert sorted(frame["numeric"]) == [0.0, 1.0, 1.0, 1.0, 2.0, 3.0]
 
     def test_a_subset_of_raters_is_passed_to_the_workbook(self, csrf_client, study):
         p1 = study.enrollments.get(rater__external_id="p1").rater

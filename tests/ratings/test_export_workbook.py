@@ -111,6 +111,34 @@ class TestWorkbookShape:
         assert rows(wb["Rankings"]) == [["Rankings apply to pairwise studies; this study collects rating scale."]]
 
 
+def width(sheet, column: int) -> float | None:
+    """The width set for a column (1-based); a <col> element may cover a range of columns."""
+    for dimension in sheet.column_dimensions.values():
+        if dimension.customWidth and dimension.min <= column <= dimension.max:
+            return dimension.width
+    return None
+
+
+class TestColumnWidths:
+    def test_every_sheet_sets_the_width_of_every_column_it_uses(self, exported):
+        _, path = exported
+        for sheet in load_workbook(path):
+            used = {cell.column for row in sheet.iter_rows() for cell in row if cell.value is not None}
+            unset = [c for c in used if not width(sheet, c)]
+            assert not unset, (sheet.title, unset)
+
+    @pytest.mark.parametrize("name", ["Raters", "LLM judgments"])
+    def test_times_are_date_cells_in_columns_wide_enough_to_show_them(self, exported, name):
+        # LibreOffice shows ### for a date in a column narrower than its text (issue 15).
+        _, path = exported
+        sheet = load_workbook(path)[name]
+        dates = [cell for row in sheet.iter_rows(min_row=2) for cell in row if cell.is_date]
+        assert dates
+        for cell in dates:
+            assert cell.number_format == "yyyy-mm-dd hh:mm:ss"
+            assert width(sheet, cell.column) >= len("2026-01-01 00:00:00")
+
+
 class TestItemsSheet:
     def test_items_are_sorted_by_descending_consensus(self, exported):
         _, path = exported
