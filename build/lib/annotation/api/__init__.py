@@ -1,0 +1,1 @@
+"""The researcher's REST API (token or session authentication); schema at /api/schema/."""

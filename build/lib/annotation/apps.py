@@ -1,0 +1,19 @@
+from django.apps import AppConfig
+
+
+class AnnotationConfig(AppConfig):
+    name = "annotation"
+    verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+        from django.core import checks
+
+        from .logins import on_logged_in, on_login_failed
+        from .ratelimit import shared_cache_check
+
+        checks.register(shared_cache_check, checks.Tags.security, deploy=True)
+
+        # Every password check counts toward login throttling, whichever form or API made it.
+        user_login_failed.connect(on_login_failed, dispatch_uid="funnybone-login-failed")
+        user_logged_in.connect(on_logged_in, dispatch_uid="funnybone-logged-in")

@@ -1,0 +1,430 @@
+"""What a study collects: studies, items, candidates, raters, assignments, judgments.
+
+Every judgment, human or model, has the same shape (see ARCHITECTURE.md): who
+(a Rater), what (an Item, and for items with candidates the order they were
+shown in), the value (validated by the study's task type) and provenance.
+Counts such as "judgments per item" are always derived from these rows, never
+stored as counters that could drift.
+"""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from .jobs import JobStatus, LeasedJob
+
+
+def _token() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def _completion_code() -> str:
+    return secrets.token_hex(4).upper()
+
+
+def _seed() -> int:
+    return secrets.randbelow(2**31)
+
+
+class Study(models.Model):
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    class ItemOrder(models.TextChoices):
+        RANDOM_PER_RATER = "random_per_rater", "Random, different for each rater"
+        SHARED_RANDOM = "shared_random", "Random, the same for every rater"
+        AS_LISTED = "as_listed", "As listed"
+
+    class AttentionPolicy(models.TextChoices):
+        FLAG = "flag", "Flag the rater and exclude from aggregates"
+        END = "end", "End the rater's session"
+
+    class Recruitment(models.TextChoices):
+        # On Prolific the entry link's PROLIFIC_PID must look like one of its ids (24 hex digits).
+        PROLIFIC = "prolific", "Prolific"
+        OTHER = "other", "Another site or a direct link"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="studies")
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=80, unique=True)
+    description = models.TextField(blank=True)
+    protocol = models.CharField(max_length=40, blank=True, help_text="Study template it follows, if any.")
+    task_type = models.CharField(max_length=40)
+    config = models.JSONField(default=dict, blank=True, help_text="Task-type settings: labels, scale, ...")
+    quota_per_item = models.PositiveIntegerField(default=3)
+    per_rater_cap = models.PositiveIntegerField(null=True, blank=True)
+    item_order = models.CharField(max_length=20, choices=ItemOrder, default=ItemOrder.RANDOM_PER_RATER)
+    attention_check_rate = models.FloatField(default=0.0, help_text="Share of a rater's items that are checks.")
+    attention_check_policy = models.CharField(max_length=10, choices=AttentionPolicy, default=AttentionPolicy.FLAG)
+    attention_check_max_failures = models.PositiveIntegerField(
+        default=0, help_text="Failures allowed before the policy applies."
+    )
+    min_seconds_per_item = models.FloatField(default=0.0, help_text="Answers faster than this are flagged.")
+    consent_text = models.TextField(blank=True)
+    instructions_text = models.TextField(blank=True)
+    completion_code = models.CharField(max_length=64, default=_completion_code)
+    completion_redirect_url = models.URLField(blank=True)
+    completion_message = models.TextField(
+        blank=True, default="", db_default="", help_text="Shown with the completion code."
+    )
+    # One code per outcome, as Prolific allows: blank means no code for that outcome. The database
+    # defaults let rows written by code older than these columns (migration tests, old workers) insert.
+    no_work_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who found no items left."
+    )
+    no_work_redirect_url = models.URLField(blank=True, default="", db_default="")
+    no_work_message = models.TextField(blank=True, default="", db_default="")
+    failed_checks_code = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a worker whose session ended on attention checks.",
+    )
+    failed_checks_redirect_url = models.URLField(blank=True, default="", db_default="")
+    failed_checks_message = models.TextField(blank=True, default="", db_default="")
+    declined_code = models.CharField(
+        max_length=64, blank=True, default="", db_default="", help_text="For a worker who declined consent."
+    )
+    declined_redirect_url = models.URLField(blank=True, default="", db_default="")
+    declined_message = models.TextField(blank=True, default="", db_default="")
+    recruitment = models.CharField(
+        max_length=10, choices=Recruitment, default=Recruitment.OTHER, db_default=Recruitment.OTHER
+    )
+    min_answers = models.PositiveIntegerField(
+        default=1,
+        db_default=1,
+        help_text="Answers to regular items a participant must give before the completion code.",
+    )
+    entry_token = models.CharField(max_length=40, unique=True, default=_token)
+    seed = models.PositiveIntegerField(default=_seed)
+    state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(attention_check_rate__gte=0) & Q(attention_check_rate__lt=1),
+                name="study_attention_rate_range",
+            ),
+            models.CheckConstraint(condition=Q(quota_per_item__gte=1), name="study_quota_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == self.State.OPEN
+
+
+class Item(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the imported list.")
+    prompt = models.TextField(blank=True, help_text="Prompt, setup or headline shown above the text.")
+    text = models.TextField(blank=True, help_text="The joke, response or headline being judged.")
+    metadata = models.JSONField(default=dict, blank=True, help_text="Never shown to annotators.")
+    gold = models.JSONField(null=True, blank=True, help_text="Known answer, in the task type's value shape.")
+    is_attention_check = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="item_unique_external_id"),
+            models.CheckConstraint(
+                condition=Q(is_attention_check=False) | Q(gold__isnull=False),
+                name="item_attention_check_has_gold",
+            ),
+        ]
+        indexes = [models.Index(fields=["study", "is_attention_check", "position"])]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}:{self.external_id}"
+
+
+class Candidate(models.Model):
+    """One of the texts an item offers for comparison or choice.
+
+    ``key`` is the item-local identity stored in judgment values. It and
+    ``provenance`` (generating model, explanation source, ...) never reach an
+    annotator: forms post the displayed position instead.
+    """
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidates")
+    key = models.CharField(max_length=100)
+    position = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+    context = models.TextField(blank=True, help_text="Its own prompt, when options come from different prompts.")
+    provenance = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["item", "key"], name="candidate_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}:{self.key}"
+
+
+class Rater(models.Model):
+    class Kind(models.TextChoices):
+        EXPERT = "expert", "Expert"
+        CROWD = "crowd", "Crowdworker"
+        LLM = "llm", "LLM judge"
+        BASELINE = "baseline", "Baseline judge"
+        # A researcher trying their own study: answers kept, never counted (see ``counted_raters``).
+        PREVIEW = "preview", "Researcher preview"
+
+    kind = models.CharField(max_length=10, choices=Kind)
+    name = models.CharField(max_length=200, blank=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="rater"
+    )
+    external_id = models.CharField(max_length=200, blank=True, help_text="e.g. a Prolific participant id")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "external_id"],
+                condition=~Q(external_id=""),
+                name="rater_unique_external_id",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.external_id or f"rater {self.pk}"
+
+    @property
+    def is_human(self) -> bool:
+        return self.kind in (self.Kind.EXPERT, self.Kind.CROWD)
+
+    @property
+    def is_preview(self) -> bool:
+        return self.kind == self.Kind.PREVIEW
+
+
+def counted_raters(path: str = "rater") -> Q:
+    """The one rule for whose rows count: everyone's but a researcher's preview.
+
+    ``path`` is the lookup from the filtered model to its Rater ("rater" from a
+    Judgment, Assignment or Enrollment; "assignments__rater" from an Item).
+    Written as a positive list so it also works inside aggregate filters over joins.
+    """
+    return Q(**{f"{path}__kind__in": COUNTED_KINDS})
+
+
+COUNTED_KINDS = tuple(kind for kind in Rater.Kind.values if kind != Rater.Kind.PREVIEW)
+
+
+class Enrollment(models.Model):
+    """A rater's session in one study: consent, progress, exclusion, completion."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="enrollments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="enrollments")
+    entry_params = models.JSONField(default=dict, blank=True, help_text="e.g. STUDY_ID, SESSION_ID")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    instructed_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    excluded = models.BooleanField(default=False)
+    excluded_reason = models.CharField(max_length=200, blank=True)
+    ended_early = models.BooleanField(default=False)
+    declined_at = models.DateTimeField(null=True, blank=True, help_text="When the rater declined consent.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "rater"], name="enrollment_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} in {self.study}"
+
+
+class Invitation(models.Model):
+    """An expert's personal invitation to a study; accepted after logging in."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField(blank=True)
+    token = models.CharField(max_length=40, unique=True, default=_token)
+    rater = models.ForeignKey(Rater, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"invitation to {self.study} for {self.email or 'anyone'}"
+
+
+#: A judge asked in both orders answers trial t twice; the second (B/A) order is stored as assignment trial
+#: ``SWAPPED_TRIAL_OFFSET + t`` so that (rater, item, trial) stays unique. Only storage sees the offset.
+SWAPPED_TRIAL_OFFSET = 1000
+
+
+def trial_as_set(stored_trial: int) -> int:
+    """The trial as the researcher set it (0 … trials−1) from an assignment's stored trial, either order."""
+    return stored_trial % SWAPPED_TRIAL_OFFSET
+
+
+class Assignment(models.Model):
+    """An item handed to a rater, with the lease and the order candidates were shown in."""
+
+    class State(models.TextChoices):
+        LEASED = "leased", "Leased"
+        DONE = "done", "Done"
+        RELEASED = "released", "Released"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="assignments")
+    trial = models.PositiveIntegerField(default=0, help_text="Repeat index for LLM judges; 0 for people.")
+    sequence = models.PositiveIntegerField(default=0, help_text="Position in the rater's own sequence.")
+    state = models.CharField(max_length=10, choices=State, default=State.LEASED)
+    shown_order = models.JSONField(default=list, blank=True, help_text="Candidate keys in display order.")
+    leased_at = models.DateTimeField()
+    lease_expires_at = models.DateTimeField()
+    shown_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "item", "trial"], name="assignment_unique_rater_item_trial")
+        ]
+        indexes = [
+            models.Index(fields=["item", "state", "lease_expires_at"]),
+            models.Index(fields=["rater", "study", "state"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} → {self.item}"
+
+
+class Judgment(models.Model):
+    class Status(models.TextChoices):
+        OK = "ok", "Judged"
+        UNPARSEABLE = "unparseable", "Unparseable answer"
+        FAILED = "failed", "Failed"
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="judgment")
+    # Denormalised from the assignment so the statistics read one table.
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="judgments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="judgments")
+    status = models.CharField(max_length=12, choices=Status, default=Status.OK)
+    value = models.JSONField(null=True, blank=True)
+    shown_order = models.JSONField(default=list, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    too_fast = models.BooleanField(default=False)
+    attention_passed = models.BooleanField(null=True, blank=True, help_text="Set on attention-check items only.")
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status="ok", value__isnull=False) | ~Q(status="ok"),
+                name="judgment_ok_has_value",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["study", "status"]),
+            models.Index(fields=["item", "status"]),
+            # A rater's judgments in one study: the annotator's progress and attention checks.
+            models.Index(fields=["rater", "study"], name="judgment_rater_study_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} on {self.item}: {self.value}"
+
+
+class ItemImport(LeasedJob):
+    """An uploaded data file and what became of it; big files are imported by a worker under a lease.
+
+    ``kind`` says what the file holds: items (CSV/XLSX/JSONL in the item-file
+    shape) or a protocol template's data (its items and any answers already
+    given). One record and one status page serve both.
+    """
+
+    class Kind(models.TextChoices):
+        ITEMS = "items", "Item file"
+        PROTOCOL = "protocol", "Protocol data"
+
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        XLSX = "xlsx", "Excel (XLSX)"
+        JSONL = "jsonl", "JSON Lines"
+
+    Status = JobStatus
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imports")
+    kind = models.CharField(max_length=10, choices=Kind, default=Kind.ITEMS)
+    file = models.FileField(upload_to="imports/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    format = models.CharField(max_length=10, choices=Format)
+    replace = models.BooleanField(default=False, help_text="Replace the study's items instead of adding to them.")
+    errors = models.JSONField(default=list, blank=True, help_text="Row-level messages when the import failed.")
+    items_created = models.PositiveIntegerField(default=0)
+    judgments_created = models.PositiveIntegerField(default=0, help_text="Answers a protocol file already held.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_imports"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(LeasedJob.Meta):
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["study", "-created_at"]),
+            # Recovery looks for running imports whose heartbeat stopped.
+            models.Index(fields=["status", "heartbeat_at"], name="itemimport_status_beat_idx"),
+        ]
+        constraints = [
+            *LeasedJob.Meta.constraints,
+            models.CheckConstraint(condition=Q(kind="items") | Q(replace=False), name="itemimport_protocol_adds"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.original_name} → {self.study} ({self.status})"
+
+
+class AuditEntry(models.Model):
+    """One change a researcher made to a study: who, when, what, and the values before and after.
+
+    The study's name is kept as it was, so the entry still reads when the study is gone.
+    ``changes`` maps a field to ``[old, new]``; secrets never go in it.
+    """
+
+    class Action(models.TextChoices):
+        CREATED = "created", "Created"
+        UPDATED = "updated", "Settings changed"
+        OPENED = "opened", "Opened"
+        CLOSED = "closed", "Closed"
+        REDRAFTED = "draft", "Back to draft"
+        ITEMS_IMPORTED = "items_imported", "Items imported"
+        ITEMS_REPLACED = "items_replaced", "Items replaced"
+        INVITATION_CREATED = "invitation_created", "Invitation created"
+        DELETED = "deleted", "Deleted"
+
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
+    study_name = models.CharField(max_length=200)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
+    action = models.CharField(max_length=30, choices=Action)
+    changes = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "-created_at"])]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()}: {self.study_name}"
+
+    @property
+    def change_rows(self) -> list[tuple[str, object, object]]:
+        """(field, old, new) rows; templates cannot use ``changes.items`` when a field is named "items"."""
+        return [(name, *values) for name, values in sorted(self.changes.items())]

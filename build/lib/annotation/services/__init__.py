@@ -1,0 +1,1 @@
+"""Writes for the annotation app: plain keyword-only functions, one job each."""

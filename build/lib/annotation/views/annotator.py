@@ -1,0 +1,462 @@
+"""The annotator's side: entry links, consent, instructions, items, completion.
+
+A rater's enrollment id is kept in the session, one per study, so the same
+browser can take part in several studies. Every step checks where the
+enrollment stands and sends the rater to the right step, so none can be
+skipped by typing a URL. Pages show only what a blind judgment needs: never
+candidate keys, provenance, item metadata, gold answers or other answers.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from ..access import owned_by
+from ..models import Assignment, Enrollment, Invitation, Rater, Study
+from ..ratelimit import entry_rate_limited
+from ..selectors import (
+    annotator_progress,
+    has_done_enough,
+    leaderboard_prompts,
+    outcome_for,
+    shown_item,
+    study_is_full,
+    vote_leaderboard,
+)
+from ..services.assignment import mark_shown, next_assignment
+from ..services.enrollment import (
+    enroll_crowdworker,
+    enroll_preview,
+    enrollment_complete,
+    enrollment_consent,
+    enrollment_decline,
+    enrollment_instructed,
+    invitation_accept,
+    preview_owner_matches,
+)
+from ..services.judgments import judgment_submit, value_from_form
+from ..task_types import Shortcut, TaskType, get_task_type
+
+SESSION_KEY = "funnybone_enrollments"
+ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
+# A BCP 47 tag such as "zh", "ja" or "zh-Hant"; anything else is not put in a lang attribute.
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+# Reasons next_assignment gives that mean the rater is finished for good.
+FINISHED = {"exhausted", "cap_reached", "ended"}
+LEADERBOARD_PROMPTS_SHOWN = 50
+# How often the "more items may free up" page asks again (htmx polling).
+WAITING_RETRY_SECONDS = 15
+
+
+# -- helpers: the rater in this session ------------------------------------------
+
+
+def _message(request: HttpRequest, title: str, message: str, *, status: int = 200, **extra: Any) -> HttpResponse:
+    return render(request, "annotation/message.html", {"title": title, "message": message, **extra}, status=status)
+
+
+def _remember(request: HttpRequest, enrollment: Enrollment) -> None:
+    # A new session key on entry: an id planted in the browser beforehand grants nothing.
+    request.session.cycle_key()
+    enrollments = dict(request.session.get(SESSION_KEY, {}))
+    enrollments[str(enrollment.study_id)] = enrollment.pk
+    request.session[SESSION_KEY] = enrollments
+
+
+def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment | None:
+    """The enrollment this session holds in the study, read with its study and rater in one query."""
+    enrollments = request.session.get(SESSION_KEY, {})
+    if not enrollments:
+        return None
+    enrollment = (
+        Enrollment.objects.select_related("study", "rater")
+        .filter(pk__in=list(enrollments.values()), study__entry_token=entry_token)
+        .exclude(study__state=Study.State.DRAFT)
+        .first()
+    )
+    if enrollment is None or enrollments.get(str(enrollment.study_id)) != enrollment.pk:
+        return None
+    # An expert's enrollment follows their account: logging out ends access from this browser.
+    if enrollment.rater.kind == Rater.Kind.EXPERT and enrollment.rater.user_id != request.user.pk:
+        return None
+    # So does a researcher's preview.
+    if enrollment.rater.is_preview and not (
+        request.user.is_authenticated and preview_owner_matches(rater=enrollment.rater, user=request.user)
+    ):
+        return None
+    return enrollment
+
+
+def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study, Enrollment] | HttpResponse:
+    # Every annotator request comes here: the study is read with the enrollment when there is one.
+    enrollment = _enrollment_in_session(request, entry_token)
+    if enrollment is not None:
+        return enrollment.study, enrollment
+    get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    return _message(
+        request,
+        "Please use your study link",
+        "We could not find your session. Please open the study again from the link you were given, "
+        "for example on the recruitment site.",
+        status=403,
+    )
+
+
+def _step(enrollment: Enrollment) -> str:
+    """The one step this enrollment may be on now."""
+    if enrollment.ended_early or enrollment.completed_at or not enrollment.study.is_open:
+        return "done"
+    if enrollment.consented_at is None:
+        return "consent"
+    if enrollment.instructed_at is None:
+        return "instructions"
+    return "item"
+
+
+def _to_step(request: HttpRequest, study: Study, step: str) -> HttpResponse:
+    url = reverse(f"annotator:{step}", args=[study.entry_token])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _language(study: Study) -> str:
+    language = str(study.config.get("language", "")).strip()
+    return language if LANGUAGE_TAG.match(language) else ""
+
+
+def _unavailable(request: HttpRequest, study: Study) -> HttpResponse:
+    if study.state == Study.State.DRAFT:
+        return _message(request, "Not open yet", "This study has not started yet. Please try again later.")
+    return _message(
+        request,
+        "This study is closed",
+        "This study is no longer accepting answers. Thank you for your interest.",
+        leaderboard_url=_leaderboard_url(study),
+    )
+
+
+def _leaderboard_url(study: Study) -> str:
+    if get_task_type(study.task_type).public_leaderboard and study.state == Study.State.CLOSED:
+        return reverse("annotator:leaderboard", args=[study.entry_token])
+    return ""
+
+
+# -- what each task type's form needs ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Button:
+    """One answer button: what it posts, what it says, and the keys that press it."""
+
+    value: str
+    label: str
+    key: str
+    alt_key: str = ""
+
+
+def _buttons(task_type: TaskType, config: dict[str, Any]) -> list[Button]:
+    return [Button(o.value, o.label, o.shortcut, o.alt_shortcut) for o in task_type.options(config)]
+
+
+def shortcuts(task_type: TaskType, config: dict[str, Any]) -> list[Shortcut]:
+    """The keyboard shortcuts listed on the instructions page (each task type says its own)."""
+    return task_type.shortcuts(config)
+
+
+def _item_context(
+    enrollment: Enrollment,
+    assignment: Assignment,
+    *,
+    error: str = "",
+    notice: str = "",
+    posted: Any = None,
+) -> dict[str, Any]:
+    study = enrollment.study
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    item = shown_item(assignment=assignment)
+    posted = posted or {}
+    context: dict[str, Any] = {
+        "study": study,
+        "assignment_id": assignment.pk,
+        "item": item,
+        "task": task_type.name,
+        "task_template": task_type.template,
+        "question": config.get("question") or task_type.question,
+        "buttons": _buttons(task_type, config),
+        "config": config,
+        "progress": annotator_progress(enrollment=enrollment),
+        "language": _language(study),
+        "error": error,
+        "notice": notice,
+        "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "preview": enrollment.rater.is_preview,
+    }
+    context.update(task_type.form_context(item=item, config=config, posted=posted))
+    return context
+
+
+# -- entry ---------------------------------------------------------------------
+
+
+@entry_rate_limited
+@require_GET
+def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(Study, entry_token=entry_token)
+    if not study.is_open:
+        return _unavailable(request, study)
+    participant_id = request.GET.get("PROLIFIC_PID", "")
+    params = {name: request.GET[name][:200] for name in ENTRY_PARAMS if name in request.GET}
+    try:
+        enrollment = enroll_crowdworker(study=study, participant_id=participant_id, params=params)
+    except ValidationError as exc:
+        return _entry_refused(request, study, problem=" ".join(exc.messages), code=exc.code or "")
+    _remember(request, enrollment)
+    # Consent sends a returning worker on to wherever they had got to.
+    return redirect("annotator:consent", study.entry_token)
+
+
+def _entry_refused(request: HttpRequest, study: Study, *, problem: str, code: str) -> HttpResponse:
+    """What the link is for, instead of a rater named after a placeholder; its owner may try it as a participant."""
+    owner = owned_by(Study.objects.filter(pk=study.pk), user=request.user).exists()
+    context = {
+        "study": study,
+        "problem": problem,
+        "placeholder": code == "placeholder",
+        "prolific": study.recruitment == Study.Recruitment.PROLIFIC,
+        "preview_url": reverse("annotator:preview", args=[study.entry_token]) if owner else "",
+        "language": _language(study),
+    }
+    return render(request, "annotation/entry_refused.html", context, status=400)
+
+
+@require_POST
+@login_required
+def preview(request: HttpRequest, entry_token: str) -> HttpResponse:
+    """The owner walks through their study as a participant; the answers are kept apart and never counted."""
+    study = get_object_or_404(owned_by(Study, user=request.user), entry_token=entry_token)
+    try:
+        enrollment = enroll_preview(study=study, user=request.user)
+    except ValidationError as exc:
+        return _message(request, "Preview not available", " ".join(exc.messages), status=409)
+    _remember(request, enrollment)
+    return redirect("annotator:consent", study.entry_token)
+
+
+@entry_rate_limited
+@require_GET
+@login_required
+def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
+    invitation = get_object_or_404(Invitation.objects.select_related("study"), token=token)
+    study = invitation.study
+    if not study.is_open:
+        return _unavailable(request, study)
+    if invitation.rater_id is not None and not Rater.objects.filter(pk=invitation.rater_id, user=request.user).exists():
+        # Refuse before invitation_accept: it makes the account an expert rater first, which
+        # would silently turn a researcher who opened someone else's link into an annotator.
+        return _message(
+            request, "This invitation is taken", "This invitation was already accepted by someone else.", status=403
+        )
+    try:
+        enrollment = invitation_accept(invitation=invitation, user=request.user)
+    except ValidationError as exc:
+        return _message(request, "This invitation is taken", " ".join(exc.messages), status=403)
+    _remember(request, enrollment)
+    return redirect("annotator:consent", study.entry_token)
+
+
+# -- the steps -------------------------------------------------------------------
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def consent(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "consent":
+        return _to_step(request, study, step)
+    if not enrollment.rater.is_preview and study_is_full(study=study):
+        # Say so before asking for consent and instructions the worker would read for nothing.
+        enrollment_complete(enrollment=enrollment)
+        return _to_step(request, study, "done")
+    status = 200
+    if request.method == "POST":
+        decision = request.POST.get("decision")
+        if decision == "agree":
+            enrollment_consent(enrollment=enrollment)
+            return redirect("annotator:instructions", study.entry_token)
+        if decision == "decline":
+            enrollment_decline(enrollment=enrollment)
+            return redirect("annotator:declined", study.entry_token)
+        status = 400
+    context = {"study": study, "language": _language(study), "preview": enrollment.rater.is_preview}
+    return render(request, "annotation/consent.html", context, status=status)
+
+
+@never_cache
+@require_GET
+def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    enrollment = _enrollment_in_session(request, entry_token)
+    # The declined code only for someone who did decline in this browser, not for anyone typing the URL.
+    outcome = outcome_for(study=study, outcome="declined") if enrollment and enrollment.declined_at else None
+    context = {"study": study, "outcome": outcome, "language": _language(study)}
+    return render(request, "annotation/declined.html", context)
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "instructions":
+        return _to_step(request, study, step)
+    if request.method == "POST":
+        enrollment_instructed(enrollment=enrollment)
+        return redirect("annotator:item", study.entry_token)
+    task_type = get_task_type(study.task_type)
+    context = {
+        "study": study,
+        "language": _language(study),
+        "shortcuts": shortcuts(task_type, task_type.config(study.config)),
+        "preview": enrollment.rater.is_preview,
+    }
+    return render(request, "annotation/instructions.html", context)
+
+
+def _posted_assignment(request: HttpRequest, enrollment: Enrollment) -> Assignment:
+    try:
+        pk = int(request.POST.get("assignment", ""))
+    except ValueError:
+        raise Http404("No such assignment.") from None
+    return get_object_or_404(
+        Assignment.objects.select_related("study", "item"), pk=pk, study=enrollment.study, rater=enrollment.rater
+    )
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def item(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "item":
+        return _to_step(request, study, step)
+
+    error, posted, failed_pk = "", None, None
+    if request.method == "POST":
+        assignment = _posted_assignment(request, enrollment)
+        try:
+            value = value_from_form(assignment=assignment, data=request.POST)
+            # A second submit of the same assignment returns the stored judgment: nothing to do.
+            judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
+        except ValidationError as exc:
+            error, posted, failed_pk = " ".join(exc.messages), request.POST, assignment.pk
+        else:
+            if not request.htmx:
+                return redirect("annotator:item", study.entry_token)
+
+    nxt = next_assignment(enrollment=enrollment)
+    if nxt.assignment is None:
+        if nxt.reason in FINISHED:
+            enrollment_complete(enrollment=enrollment)
+        if nxt.reason == "waiting":
+            return _waiting(request, enrollment, notice=error)
+        if error:
+            # The late answer's item went to someone else and nothing is left: say so on the next page.
+            messages.info(request, error)
+        return _to_step(request, study, "done")
+    notice = ""
+    if error and nxt.assignment.pk != failed_pk:
+        # The answered item is gone (its lease lapsed and someone else took it): say so on the next one.
+        error, notice, posted = "", error, None
+    mark_shown(assignment=nxt.assignment)
+    context = _item_context(enrollment, nxt.assignment, error=error, notice=notice, posted=posted)
+    template = "annotation/item.html#item-card" if request.htmx else "annotation/item.html"
+    return render(request, template, context, status=422 if error else 200)
+
+
+def _waiting(request: HttpRequest, enrollment: Enrollment, *, notice: str = "") -> HttpResponse:
+    """Every item left is leased to someone else: not finished, the page asks again by itself."""
+    study = enrollment.study
+    context = {
+        "study": study,
+        "waiting": True,
+        "question": "More items may free up",
+        "notice": notice,
+        "progress": annotator_progress(enrollment=enrollment),
+        "retry_seconds": WAITING_RETRY_SECONDS,
+        "item_url": reverse("annotator:item", args=[study.entry_token]),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
+    template = "annotation/item.html#waiting-card" if request.htmx else "annotation/item.html"
+    return render(request, template, context)
+
+
+@never_cache
+@require_GET
+def done(request: HttpRequest, entry_token: str) -> HttpResponse:
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (step := _step(enrollment)) != "done":
+        return _to_step(request, study, step)
+    if enrollment.ended_early:
+        outcome = "ended"
+    elif enrollment.completed_at is None:
+        outcome = "closed"
+    elif has_done_enough(enrollment=enrollment):
+        outcome = "complete"
+    else:
+        outcome = "empty"
+    context = {
+        "study": study,
+        "outcome": outcome,
+        "code": outcome_for(study=study, outcome=outcome),
+        "leaderboard_url": _leaderboard_url(study),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
+    return render(request, "annotation/done.html", context)
+
+
+@require_GET
+def leaderboard(request: HttpRequest, entry_token: str) -> HttpResponse:
+    study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
+    if not get_task_type(study.task_type).public_leaderboard:
+        raise Http404("This study has no leaderboard.")
+    # Totals stay hidden while voting is open so they cannot sway anyone's votes.
+    context: dict = {"study": study, "boards": None, "language": _language(study)}
+    if not study.is_open:
+        # A page of prompts at a time: a study may have thousands.
+        total = leaderboard_prompts(study=study)
+        pages = max(1, -(-total // LEADERBOARD_PROMPTS_SHOWN))
+        try:
+            number = min(max(int(request.GET.get("page") or 1), 1), pages)
+        except ValueError:
+            number = 1
+        offset = (number - 1) * LEADERBOARD_PROMPTS_SHOWN
+        context.update(
+            boards=vote_leaderboard(study=study, offset=offset, limit=LEADERBOARD_PROMPTS_SHOWN),
+            page=number,
+            pages=pages,
+            previous_page=number - 1 if number > 1 else None,
+            next_page=number + 1 if number < pages else None,
+        )
+    return render(request, "annotation/leaderboard.html", context)

@@ -1,0 +1,1 @@
+"""Where answers come from: an OpenAI-compatible endpoint, or a baseline that needs no model."""

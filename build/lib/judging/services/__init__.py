@@ -1,0 +1,1 @@
+"""Writes for the judging app: plain keyword-only functions, one job each."""

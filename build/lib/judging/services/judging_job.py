@@ -1,0 +1,270 @@
+"""What a judge run does with one unit: build the prompt, ask, parse, record the judgment."""
+
+import hashlib
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+
+from annotation.models import Assignment, Judgment
+from annotation.services.judgments import judgment_submit
+from annotation.task_types import get_task_type
+
+from ..backends.baseline import NoBaseline, baseline_value, study_facts
+from ..backends.chat import ChatBackend
+from ..keys import redact, resolve_api_key
+from ..limits import call_limits
+from ..models import JudgeRun, JudgeUnit, UnitStatus
+from ..parsing import parse_answer
+from ..prompts import CandidateView, build_context, default_schema, render_messages
+from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
+from ..runner import complete_unit, release_unit
+from .runs import unit_assignment
+
+
+@dataclass
+class Prepared:
+    unit: JudgeUnit
+    assignment: Assignment
+    messages: list[dict[str, str]]
+    schema: dict[str, Any] | None
+    shown: list[str]
+    item_text: str
+    rng: random.Random
+
+
+def _cost(judge, prompt_tokens: int, completion_tokens: int) -> float:
+    return round(
+        (prompt_tokens * judge.input_cost_per_million + completion_tokens * judge.output_cost_per_million) / 1e6, 8
+    )
+
+
+class JudgeJob:
+    unit_model = JudgeUnit
+    claim_related = ("item__candidates",)
+
+    def __init__(self, run: JudgeRun, *, sleep=time.sleep):
+        self.run = run
+        self.study = run.study
+        self.judge = run.judge
+        self.rater = run.judge.rater
+        self.task_type = self.study.task_type
+        kind = get_task_type(self.task_type)
+        self.config = kind.config(self.study.config)
+        self.stop = threading.Event()
+        self.sleep = sleep
+        self.backend: ChatBackend | None = None
+        self._secret = ""
+        if self.judge.is_baseline:
+            # No network: units are answered while being prepared; this only sizes each claim.
+            self.concurrency = 50
+            self.facts = study_facts(
+                study=self.study, task_type=self.task_type, config=self.config, kind=self.judge.baseline
+            )
+            return
+        self.concurrency = self.judge.concurrency
+        self._secret = resolve_api_key(self.judge)
+        self.backend = ChatBackend(
+            base_url=self.judge.base_url,
+            api_key=self._secret,
+            model=self.judge.model,
+            temperature=self.judge.temperature,
+            max_tokens=self.judge.max_tokens,
+            timeout=self.judge.timeout_seconds,
+            structured_output=self.judge.structured_output,
+            concurrency=self.judge.concurrency,
+        )
+        self.policy = RetryPolicy(
+            max_retries=self.judge.max_retries,
+            base_seconds=self.judge.backoff_seconds,
+            max_elapsed_seconds=settings.FUNNYBONE_JUDGE_RETRY_SECONDS,
+        )
+        # Held across every worker on this judge (when the cache is Redis), not per process.
+        self.limiter = call_limits(
+            scope="judge",
+            pk=self.judge.pk,
+            concurrency=self.judge.concurrency,
+            per_minute=self.judge.rate_limit_per_minute,
+            timeout=self.judge.timeout_seconds,
+        )
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+
+    # -- the loop's thread ----------------------------------------------------
+    def _candidates(self, assignment: Assignment) -> list[CandidateView]:
+        by_key = {c.key: c for c in assignment.item.candidates.all()}  # prefetched with the claim
+        return [CandidateView(key, by_key[key].text, by_key[key].context) for key in assignment.shown_order]
+
+    def _rng(self, unit: JudgeUnit) -> random.Random:
+        parts = f"judge:{self.judge.seed}:{self.judge.pk}:{unit.item_id}:{unit.trial}:{unit.swapped}".encode()
+        return random.Random(int.from_bytes(hashlib.blake2b(parts, digest_size=8).digest(), "big"))
+
+    def prepare(self, unit: JudgeUnit) -> Prepared | None:
+        assignment = unit_assignment(unit=unit, run=self.run)
+        # The claim fetched the item and its candidates; share them instead of reading them again.
+        assignment.item, assignment.study, assignment.rater = unit.item, self.study, self.rater
+        JudgeUnit.objects.filter(pk=unit.pk).update(assignment=assignment)
+        if Judgment.objects.filter(assignment=assignment).exists():
+            complete_unit(unit, assignment=assignment)
+            return None
+        item = assignment.item
+        if self.judge.is_baseline:
+            self._judge_by_baseline(unit, assignment)
+            return None
+        candidates = self._candidates(assignment)
+        context = build_context(item=item, candidates=candidates, config=self.config, task_type=self.task_type)
+        template = self.run.template
+        messages = render_messages(system=template.system_text, user=template.user_text, context=context)
+        schema = template.response_schema or default_schema(
+            task_type=self.task_type, config=self.config, n_candidates=len(candidates)
+        )
+        return Prepared(unit, assignment, messages, schema, list(assignment.shown_order), item.text, self._rng(unit))
+
+    def _judge_by_baseline(self, unit: JudgeUnit, assignment: Assignment) -> None:
+        keys = [c.key for c in assignment.item.candidates.all()]
+        texts = {c.key: c.text for c in assignment.item.candidates.all()}
+        base = self._provenance_base(unit, assignment)
+        try:
+            value, notes = baseline_value(
+                kind=self.judge.baseline,
+                task_type=self.task_type,
+                config=self.config,
+                item=assignment.item,
+                shown=list(assignment.shown_order),
+                texts=texts,
+                keys=keys,
+                facts=self.facts,
+                rng=self._rng(unit),
+            )
+        except NoBaseline as exc:
+            judgment_submit(
+                assignment=assignment,
+                rater=self.rater,
+                value=None,
+                status=Judgment.Status.FAILED,
+                provenance={**base, "error": str(exc)},
+            )
+        else:
+            judgment_submit(
+                assignment=assignment, rater=self.rater, value=value, provenance={**base, **notes}, duration_ms=0
+            )
+        complete_unit(unit, assignment=assignment)
+
+    def _provenance_base(self, unit: JudgeUnit, assignment: Assignment) -> dict[str, Any]:
+        judge = self.judge
+        base: dict[str, Any] = {
+            "kind": "baseline" if judge.is_baseline else "llm",
+            "judge": {"id": judge.pk, "name": judge.name},
+            "run": self.run.pk,
+            "trial": unit.trial,
+            "swapped": unit.swapped,
+            "shown_order": list(assignment.shown_order),
+        }
+        if judge.is_baseline:
+            base["baseline"] = judge.baseline
+        else:
+            base["judge"].update(
+                model=judge.model, base_url=judge.base_url, temperature=judge.temperature, max_tokens=judge.max_tokens
+            )
+            template = self.run.template
+            base["template"] = {"id": template.pk, "name": template.name, "version": template.version}
+        return base
+
+    def finish(self, unit: JudgeUnit, prepared: Prepared, answer: Answer) -> None:
+        if answer.status == ABANDONED:
+            release_unit(unit, attempts=len(answer.attempts))
+            return
+        provenance = self._provenance_base(unit, prepared.assignment)
+        completion = answer.completion
+        prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
+        provenance.update(
+            parse={
+                "status": answer.status,
+                "method": answer.parsed.method if answer.parsed else "",
+                "error": "" if answer.status == OK else answer.error,
+            },
+            structured_output=answer.structured_output,
+            **({"structured_output_refused": answer.refusals} if answer.refusals else {}),
+            raw_response=completion.raw if completion else "",
+            content=completion.content if completion else None,
+            tokens={
+                "prompt": prompt_tokens,
+                "completion": completion_tokens,
+                "total": prompt_tokens + completion_tokens,
+            },
+            latency_ms=completion.latency_ms if completion else None,
+            cost=_cost(self.judge, prompt_tokens, completion_tokens),
+            attempts=answer.attempts,
+        )
+        if answer.parsed is not None:
+            provenance.update(answer.parsed.extras)
+        provenance = json.loads(redact(json.dumps(provenance), self._secret))
+        duration = sum(a.get("latency_ms") or 0 for a in answer.attempts)
+        judgment_submit(
+            assignment=prepared.assignment,
+            rater=self.rater,
+            value=answer.parsed.value if answer.status == OK else None,
+            status=answer.status,
+            provenance=provenance,
+            duration_ms=duration,
+        )
+        complete_unit(unit, attempts=len(answer.attempts), assignment=prepared.assignment)
+
+    def fail(self, unit: JudgeUnit, prepared: Prepared | None, error: BaseException) -> None:
+        """Record the unit as a failed judgment with the (redacted) reason."""
+        try:
+            assignment = prepared.assignment if prepared else unit_assignment(unit=unit, run=self.run)
+        except Exception:  # noqa: BLE001 - without an assignment the unit itself carries the failure
+            complete_unit(unit, status=UnitStatus.FAILED)
+            return
+        provenance = {
+            **self._provenance_base(unit, assignment),
+            "error": redact(f"{type(error).__name__}: {error}", self._secret)[:2000],
+        }
+        judgment_submit(
+            assignment=assignment, rater=self.rater, value=None, status=Judgment.Status.FAILED, provenance=provenance
+        )
+        complete_unit(unit, assignment=assignment)
+
+    # -- pool threads: network only ------------------------------------------------
+    def call(self, prepared: Prepared) -> Answer:
+        parse = partial(
+            self._parse,
+            task_type=self.task_type,
+            shown=prepared.shown,
+            config=self.config,
+            item_text=prepared.item_text,
+            backend=self.backend if prepared.schema else None,
+        )
+        return ask(
+            backend=self.backend,
+            messages=prepared.messages,
+            schema=prepared.schema,
+            parse=parse,
+            policy=self.policy,
+            limiter=self.limiter,
+            rng=prepared.rng,
+            should_stop=self.stop.is_set,
+            sleep=self.sleep,
+        )
+
+    @staticmethod
+    def _parse(text, *, task_type, shown, config, item_text, backend):
+        # Read the mode when the answer arrives: a refused schema steps the backend down mid-run,
+        # and only an answer asked for with a schema or JSON mode counts as structured output.
+        structured = backend is not None and backend.structured_mode != "off"
+        return parse_answer(
+            task_type=task_type,
+            text=text,
+            shown_order=shown,
+            config=config,
+            item_text=item_text,
+            structured=structured,
+        )

@@ -1,0 +1,143 @@
+"""A binary label for an LLM: one of the two options, by value or label, or yes / no."""
+
+import random
+import re
+import statistics
+from collections import Counter
+from typing import Any
+
+from annotation.models import Item
+from annotation.task_types.binary import BinaryLabel
+
+from ..prompts.builtin import FUNNY_OR_NOT
+from .base import JudgingType, Labelled, StudyFacts, json_object
+from .reading import ANSWER_KEYS, Unparseable, first_key, keyed, norm, one
+
+
+def _binary_label(raw: Any, config: dict[str, Any]) -> str:
+    word = norm(raw)
+    for option in config["options"]:
+        if word in (norm(option["value"]), norm(option["label"])):
+            return str(option["value"])
+    raise Unparseable(f"the label {str(raw)[:40]!r} is not one of the options")
+
+
+_YES = {"yes", "是", "是的", "对", "はい"}
+_NO = {"no", "否", "不是", "不", "いいえ"}
+# Chinese and Japanese words for the built-in funny / not funny labels (Chumor is Chinese, Oogiri Japanese).
+_FUNNY = ("好笑", "有趣", "搞笑", "幽默", "面白い", "おもしろい", "笑える")
+_NOT_FUNNY = (
+    "unfunny",
+    "不好笑",
+    "不有趣",
+    "不搞笑",
+    "没意思",
+    "沒意思",
+    "无趣",
+    "無趣",
+    "面白くない",
+    "おもしろくない",
+)
+_NOT_FUNNY += ("つまらない", "笑えない", "笑えません")
+# A negation just before an English label ("isn't funny", "not very funny") or a CJK one ("不是很好笑"),
+# or just after a Japanese adjective stem ("面白くない" is listed; "笑えません" is caught here).
+_NEGATED_BEFORE = re.compile(r"(?:\bnot|n't|n’t|\bnever|\bhardly|\bbarely|\bno)\s+(?:\w+\s+){0,2}$", re.I)
+_NEGATED_BEFORE_CJK = re.compile(r"[不没沒无無非未别別][^。，！？,.!?]{0,2}$")
+_NEGATED_AFTER_JA = re.compile(r"^(?:くない|くなかった|くありません|じゃない|ではない|ません|ない)")
+
+
+def _phrases(options: list[dict[str, Any]]) -> list[tuple[str, set[str]]]:
+    """Each option's value and the phrases that name it, the built-in funny labels also in Chinese and Japanese."""
+    out = []
+    for option in options:
+        phrases = {norm(option["value"]), norm(option["label"])}
+        if phrases & {"funny"}:
+            phrases |= set(_FUNNY)
+        if phrases & {"not funny"}:
+            phrases |= set(_NOT_FUNNY)
+        out.append((str(option["value"]), phrases))
+    return out
+
+
+def _mentions(text: str, options: list[dict[str, Any]], positive: str | None) -> list[str]:
+    """The labels a one-sentence answer names, a negated positive label read as the other one.
+
+    Longest phrases first, blanked once counted, so "not funny" never also counts as "funny".
+    A negated negative label ("not unfunny", "不是不好笑") is refused rather than guessed.
+    """
+    haystack = re.sub(r"[\s_\-]+", " ", text).casefold()
+    phrases = sorted(((p, v) for v, ps in _phrases(options) for p in ps if p), key=lambda pair: -len(pair[0]))
+    values = [str(o["value"]) for o in options]
+    hits = []
+    for phrase, value in phrases:
+        pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])" if phrase.isascii() else re.escape(phrase))
+        for match in pattern.finditer(haystack):
+            # A negation sits within a few words: look no further, so a long answer stays linear.
+            before, after = haystack[max(0, match.start() - 40) : match.start()], haystack[match.end() :][:12]
+            if phrase.isascii():
+                negated = bool(_NEGATED_BEFORE.search(before))
+            else:
+                negated = bool(_NEGATED_BEFORE_CJK.search(before) or _NEGATED_AFTER_JA.match(after))
+            if not negated:
+                hits.append(value)
+            elif value == positive and len(values) == 2:
+                hits.append(next(v for v in values if v != positive))
+            else:
+                raise Unparseable(f"the answer negates the label {phrase!r}, which says nothing certain")
+        haystack = pattern.sub(lambda m: " " * len(m.group(0)), haystack)
+    return hits
+
+
+class BinaryJudging(JudgingType):
+    name = BinaryLabel.name
+    default_template = FUNNY_OR_NOT.name
+
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+        values = [str(o["value"]) for o in config.get("options", [])]
+        return json_object({"reasoning": {"type": "string"}, "label": {"type": "string", "enum": values}}, ["label"])
+
+    def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:
+        raw = first_key(obj, "label", "answer", "verdict", "decision", "classification")
+        if raw is None:
+            raise Unparseable("the JSON answer has no label")
+        extras = {"reasoning": obj["reasoning"]} if isinstance(obj.get("reasoning"), str) else {}
+        return {"label": _binary_label(raw, config)}, extras
+
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        options = config["options"]
+        word = norm(text)
+        values = [str(o["value"]) for o in options]
+        for value, phrases in _phrases(options):
+            if word in phrases:
+                return {"label": value}, "whole_answer"
+        positive = config.get("positive")
+        if word in _YES | _NO and positive in values:
+            negative = next(v for v in values if v != positive)
+            return {"label": positive if word in _YES else negative}, "yes_no"
+        found = keyed(text, rf"{ANSWER_KEYS}|label|classification|ラベル", r"[^\n\"',.}。，、]+")
+        if found:
+            return {"label": one([_binary_label(k, config) for k in found], "label")}, "labelled"
+        sentences = [s for s in re.split(r"(?<=[.!?。！？])\s*|\n+", text.strip()) if s.strip()]
+        if len(sentences) > 1:
+            raise Unparseable("the answer is prose of several sentences with no labelled answer")
+        return {"label": one(_mentions(text, options, positive), "label")}, "negation_aware_label"
+
+    def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
+        counts = Counter(v["label"] for v, _ in values)
+        order = [str(o["value"]) for o in config["options"]]
+        return {"label": max(order, key=lambda label: (counts[label], -order.index(label)))}
+
+    def constant_without_labels(self, *, config: dict[str, Any]) -> dict[str, Any]:
+        return {"label": str(config["options"][0]["value"])}
+
+    def random_answer(self, *, config: dict[str, Any], shown: list[str], rng: random.Random) -> dict[str, Any]:
+        return {"label": str(rng.choice(config["options"])["value"])}
+
+    def length_answer(
+        self, *, config: dict[str, Any], item: Item, shown: list[str], texts: dict[str, str], facts: StudyFacts
+    ) -> dict[str, Any]:
+        lengths = facts.lengths or [len(item.text)]
+        values = [str(o["value"]) for o in config["options"]]
+        positive = config.get("positive", values[0])
+        negative = next(v for v in values if v != positive)
+        return {"label": positive if len(item.text) <= statistics.median(lengths) else negative}

@@ -1,0 +1,67 @@
+"""Vote allocation for an LLM: the numbers of the responses it votes for, repeated for extra votes."""
+
+import random
+from collections import Counter
+from typing import Any
+
+from annotation.models import Item
+from annotation.task_types.vote_allocation import VoteAllocation
+
+from ..prompts.builtin import VOTE_ALLOCATION
+from .base import JudgingType, Labelled, StudyFacts, by_length, by_position, json_object
+from .reading import Unparseable, choice_number, first_key, integer
+
+
+class VoteAllocationJudging(JudgingType):
+    name = VoteAllocation.name
+    default_template = VOTE_ALLOCATION.name
+
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+        votes = {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1, "maximum": n_candidates},
+            "minItems": 1,
+            "maxItems": int(config.get("max_votes", 3)),
+        }
+        return json_object({"votes": votes}, ["votes"])
+
+    def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:
+        raw = first_key(obj, "votes", "vote", "answer")
+        counts: dict[str, int] = {}
+        if isinstance(raw, list):
+            for entry in raw:
+                key = choice_number(entry, shown)
+                counts[key] = counts.get(key, 0) + 1
+        elif isinstance(raw, dict):
+            for number, count in raw.items():
+                counts[choice_number(number, shown)] = integer(count)
+        else:
+            raise Unparseable("the JSON answer has no list of votes")
+        return {"votes": counts}, {}
+
+    def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
+        positions = Counter()
+        for v, keys in values:
+            for key, count in v["votes"].items():
+                if key in keys:
+                    positions[keys.index(key)] += count
+        return {"position": min(positions, key=lambda p: (-positions[p], p))} if positions else None
+
+    def constant_answer(
+        self, constant: dict[str, Any], *, shown: list[str], keys: list[str], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {"votes": {by_position(constant["position"], shown, keys): 1}}
+
+    def random_answer(self, *, config: dict[str, Any], shown: list[str], rng: random.Random) -> dict[str, Any]:
+        k = int(config.get("max_votes", 3))
+        picks = (
+            [rng.choice(shown) for _ in range(k)]
+            if config.get("allow_repeat", True)
+            else rng.sample(shown, min(k, len(shown)))
+        )
+        return {"votes": dict(Counter(picks))}
+
+    def length_answer(
+        self, *, config: dict[str, Any], item: Item, shown: list[str], texts: dict[str, str], facts: StudyFacts
+    ) -> dict[str, Any]:
+        return {"votes": dict.fromkeys(by_length(shown, texts)[: int(config.get("max_votes", 3))], 1)}

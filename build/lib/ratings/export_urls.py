@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+from django.urls import path
+
+from . import export_views
+
+app_name = "exports"
+
+urlpatterns = [
+    path("study/<slug:slug>/", export_views.export_page, name="page"),
+    path("study/<slug:slug>/request/", export_views.export_request, name="request"),
+    path("<int:pk>/", export_views.export_status, name="status"),
+    path("<int:pk>/download/", export_views.export_download, name="download"),
+    path("api/study/<slug:slug>/", export_views.api_export_create, name="api_create"),
+    path("api/<int:pk>/", export_views.api_export_status, name="api_status"),
+]

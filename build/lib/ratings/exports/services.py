@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Requesting, claiming and running exports.
+
+A researcher's request for a small study is answered at once (the views
+stream it); a study with more than ``inline_limit()`` judgments gets an
+``Export`` row, a leased job (``annotation.jobs``): ``ratings.tasks.export_study_task``
+claims it under a token, so a redelivered task never writes the same file
+twice; a heartbeat renews the lease while the file is written; the file is
+put in place and the export marked done only while the token still holds
+it, so a worker that lost its lease leaves nothing behind. Recovery
+(``exports_recover``, run by every worker) re-queues an export whose
+worker stopped beating, or fails it after its last attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.jobs import (
+    Beat,
+    LeaseLost,
+    Recovered,
+    job_claim,
+    job_fail,
+    job_finish,
+    job_release,
+    new_token,
+    stale_jobs_recover,
+)
+from annotation.models import Judgment, Rater, Study, counted_raters
+from ratings.models import Export
+
+from .csv_jsonl import write_csv, write_jsonl
+from .workbook import write_workbook
+
+logger = logging.getLogger(__name__)
+
+EXPORT_DIR = "exports"
+#: Claims (first run, retries, recoveries) before an export whose worker keeps dying is failed.
+MAX_ATTEMPTS = 2
+PROGRESS_EVERY = 20_000
+EXTENSIONS = {Export.Format.XLSX: "xlsx", Export.Format.CSV: "csv", Export.Format.JSONL: "jsonl"}
+CONTENT_TYPES = {
+    Export.Format.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    Export.Format.CSV: "text/csv; charset=utf-8",
+    Export.Format.JSONL: "application/x-ndjson; charset=utf-8",
+}
+
+
+def inline_limit() -> int:
+    """Studies with at most this many judgments are exported within the request."""
+    return settings.FUNNYBONE_EXPORT_INLINE_MAX
+
+
+def clean_subset(*, study: Study, rater_ids: Iterable[int | str]) -> list[int]:
+    """Rater ids of a chosen subset, checked to be human raters of this study."""
+    try:
+        wanted = sorted({int(pk) for pk in rater_ids if str(pk).strip()})
+    except ValueError:
+        raise ValidationError("Rater ids in a subset must be whole numbers.") from None
+    if not wanted:
+        return []
+    known = set(
+        Rater.objects.filter(pk__in=wanted, kind__in=(Rater.Kind.EXPERT, Rater.Kind.CROWD))
+        .filter(Q(enrollments__study=study) | Q(judgments__study=study))
+        .values_list("pk", flat=True)
+    )
+    unknown = [pk for pk in wanted if pk not in known]
+    if unknown:
+        raise ValidationError(f"Not human raters of this study: {', '.join(f'R{pk}' for pk in unknown)}.")
+    return wanted
+
+
+def export_filename(study: Study, fmt: str) -> str:
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    return f"{study.slug}-{stamp}.{EXTENSIONS[fmt]}"
+
+
+def is_large(study: Study) -> bool:
+    return Judgment.objects.filter(counted_raters(), study=study).count() > inline_limit()
+
+
+def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subset: Iterable[int] = ()) -> Export:
+    """Record an export request and queue its task once the request's transaction commits."""
+    from ratings.tasks import export_study_task
+
+    if fmt not in Export.Format.values:
+        raise ValidationError(f"Unknown export format {fmt!r}.")
+    export = Export.objects.create(
+        study=study,
+        format=fmt,
+        created_by=user,
+        rater_subset=list(rater_subset),
+        rows_expected=Judgment.objects.filter(counted_raters(), study=study).count(),
+    )
+    export_study_task.delay_on_commit(export.pk)
+    return export
+
+
+def export_claim(*, export_id: int, token: str | None = None) -> Export | None:
+    """Move a queued export (or one whose worker stopped beating) to running under ``token``.
+
+    None when someone else holds it or it is finished. The returned export's
+    ``claimed_by`` is the token that ``export_run`` finishes with.
+    """
+    token = token or new_token()
+    if not job_claim(Export, pk=export_id, token=token):
+        return None
+    Export.objects.filter(pk=export_id, claimed_by=token).update(rows_written=0, error="")
+    return Export.objects.select_related("study").get(pk=export_id)
+
+
+def export_release(*, export_id: int, token: str | None = None) -> None:
+    """Hand a running export back to the queue (before a retry)."""
+    job_release(Export, pk=export_id, token=token)
+
+
+def export_fail(*, export_id: int, error: str, token: str | None = None) -> None:
+    """Mark an unfinished export failed with its reason; with ``token``, only while that worker holds it."""
+    job_fail(Export, pk=export_id, token=token, error=error[:2000])
+
+
+def exports_recover() -> Recovered:
+    """Re-queue exports whose worker stopped beating, or fail them after their last attempt."""
+    from ratings.tasks import export_study_task
+
+    return stale_jobs_recover(
+        Export,
+        enqueue=export_study_task.delay,
+        failure=lambda reason: {"error": reason},
+        max_attempts=MAX_ATTEMPTS,
+        advice="Ask for the export again.",
+    )
+
+
+def _progress(export: Export, beat: Beat | None) -> Callable[[int], None]:
+    last = [0]
+
+    def report(rows: int) -> None:
+        if beat is not None:
+            beat.check()  # stop writing as soon as the lease is gone
+        if rows - last[0] >= PROGRESS_EVERY:
+            Export.objects.filter(pk=export.pk, claimed_by=export.claimed_by).update(rows_written=rows)
+            last[0] = rows
+
+    return report
+
+
+def export_run(*, export: Export, beat: Beat | None = None) -> Export:
+    """Write a claimed export's file under MEDIA_ROOT/exports/ and mark it done.
+
+    The export is held by ``export.claimed_by`` (set by ``export_claim``). The
+    file is moved into place in the same transaction that marks it done, and
+    only while that token still holds the export: a worker that lost its
+    lease (``beat`` says so, or the final update finds another holder) leaves
+    no file and changes nothing. LeaseLost is raised in that case.
+    """
+    token = export.claimed_by
+    directory = Path(settings.MEDIA_ROOT) / EXPORT_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{export.pk}-{export_filename(export.study, export.format)}"
+    final = directory / name
+    partial = directory / f".{name}.part"
+    report = _progress(export, beat)
+    try:
+        if export.format == Export.Format.XLSX:
+            rows = write_workbook(export.study, str(partial), rater_subset=export.rater_subset, progress=report)
+        else:
+            writer = write_csv if export.format == Export.Format.CSV else write_jsonl
+            newline = "" if export.format == Export.Format.CSV else "\n"
+            with open(partial, "w", encoding="utf-8", newline=newline) as out:
+                rows = writer(export.study, out, rater_subset=export.rater_subset, progress=report)
+        with transaction.atomic():
+            if not job_finish(Export, pk=export.pk, token=token, file=f"{EXPORT_DIR}/{name}", rows_written=rows):
+                raise LeaseLost(f"export {export.pk} is no longer held by this worker")
+            # Inside the transaction: if the move fails, "done" is rolled back with it.
+            os.replace(partial, final)
+    finally:
+        partial.unlink(missing_ok=True)
+    export.refresh_from_db()
+    return export
+
+
+def export_file_path(export: Export) -> Path:
+    """The export's file, refusing anything that would resolve outside MEDIA_ROOT/exports/."""
+    base = (Path(settings.MEDIA_ROOT) / EXPORT_DIR).resolve()
+    path = (Path(settings.MEDIA_ROOT) / export.file).resolve()
+    if not export.file or base not in path.parents:
+        raise FileNotFoundError("This export has no file.")
+    return path

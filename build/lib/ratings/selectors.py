@@ -1,0 +1,385 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Reading a study's judgments out of the database as arrays for ``ratings.stats``.
+
+Only judgments with status OK on real items (not attention checks) count.
+Rows are fetched with ``values_list`` and turned into numbers by the study's
+task type (``to_number``), so a study with a million judgments costs one
+query and one pass over tuples, never a model instance per row.
+
+Rater groups say whose judgments go in; every rater, person or LLM judge, is
+one column of the matrix:
+
+* ``humans``   experts and crowdworkers;
+* ``passers``  humans whose enrollment was not excluded (the attention-check
+  policy excludes a rater after too many failed checks);
+* ``experts`` / ``crowd``  one kind of human only;
+* ``judges``   LLM and baseline judges;
+* ``everyone`` humans and judges together.
+
+``rater_ids`` narrows any group to a chosen subset of raters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
+from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
+
+GROUPS: dict[str, str] = {
+    "humans": "All human raters",
+    "passers": "Humans who passed the attention checks",
+    "experts": "Experts only",
+    "crowd": "Crowdworkers only",
+    "judges": "LLM and baseline judges",
+    "everyone": "Humans and judges",
+}
+HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)
+JUDGE_KINDS = (Rater.Kind.LLM, Rater.Kind.BASELINE)
+
+
+class NoNumericCoding(ValueError):
+    """The study's task type has no numeric coding (free text, vote allocation)."""
+
+
+@dataclass(frozen=True)
+class RaterInfo:
+    id: int
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The numbers a study's values code to, with a readable name for each."""
+
+    codes: np.ndarray
+    names: list[str]
+    nominal: bool
+
+
+@dataclass
+class StudyMatrix:
+    """Items × raters matrix of a study's coded judgments (NaN = not judged)."""
+
+    values: np.ndarray
+    item_ids: list[int]
+    item_labels: list[str]
+    raters: list[RaterInfo]
+    scale: Scale
+    n_judgments: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rater_ids(self) -> list[int]:
+        return [r.id for r in self.raters]
+
+
+@dataclass
+class PairwiseOutcomes:
+    """One match per judgment: contestant a (the item's first candidate) against b."""
+
+    a: list[str]
+    b: list[str]
+    score: np.ndarray  # 1 a won, 0.5 tie, 0 b won
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- groups -----------------------------------------------------------------------------
+
+
+def check_group(group: str) -> str:
+    if group not in GROUPS:
+        raise ValueError(f"unknown rater group {group!r}; choose one of {', '.join(GROUPS)}")
+    return group
+
+
+def group_filter(*, study: Study, group: str, rater_ids: Iterable[int] | None = None) -> Q:
+    """A filter on Judgment rows selecting the group's raters in this study."""
+    check_group(group)
+    if group in ("humans", "passers"):
+        q = Q(rater__kind__in=HUMAN_KINDS)
+    elif group == "experts":
+        q = Q(rater__kind=Rater.Kind.EXPERT)
+    elif group == "crowd":
+        q = Q(rater__kind=Rater.Kind.CROWD)
+    elif group == "judges":
+        q = Q(rater__kind__in=JUDGE_KINDS)
+    else:
+        q = counted_raters()
+    if group == "passers":
+        excluded = Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
+        q &= ~Q(rater_id__in=excluded)
+    if rater_ids is not None:
+        q &= Q(rater_id__in=list(rater_ids))
+    return q
+
+
+def analysable_judgments(*, study: Study, group: str, rater_ids: Iterable[int] | None = None) -> QuerySet[Judgment]:
+    """OK judgments of the group on the study's real items (attention checks left out)."""
+    return Judgment.objects.filter(
+        group_filter(study=study, group=group, rater_ids=rater_ids),
+        study=study,
+        status=Judgment.Status.OK,
+        item__is_attention_check=False,
+    ).order_by()
+
+
+def study_raters(*, study: Study) -> list[RaterInfo]:
+    """Every rater with an OK judgment in the study, humans first."""
+    ids = (
+        Judgment.objects.filter(counted_raters(), study=study, status=Judgment.Status.OK).values("rater_id").distinct()
+    )
+    return _rater_infos(Rater.objects.filter(pk__in=ids).values_list("id", "kind", "name", "external_id"))
+
+
+def _rater_infos(rows: Iterable[tuple[int, str, str, str]]) -> list[RaterInfo]:
+    order = {kind: i for i, kind in enumerate(Rater.Kind.values)}
+    infos = [
+        RaterInfo(id=pk, kind=kind, label=name or external_id or f"rater {pk}") for pk, kind, name, external_id in rows
+    ]
+    return sorted(infos, key=lambda r: (order.get(r.kind, 99), r.id))
+
+
+# -- coding values ----------------------------------------------------------------------
+
+
+def study_scale(study: Study, task_type: TaskType | None = None) -> Scale:
+    """The codes a study's values take and their names, in the order the stats use."""
+    task_type = task_type or get_task_type(study.task_type)
+    points = task_type.scale(
+        task_type.config(study.config),
+        max_candidates=lambda: max([0, *(len(keys) for keys in _candidate_keys(study).values())]),
+    )
+    if task_type.level not in MATRIX_LEVELS or not points:
+        raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    return Scale(
+        codes=np.array([code for code, _ in points], dtype=float),
+        names=[name for _, name in points],
+        nominal=task_type.level != Level.ORDINAL,
+    )
+
+
+def _candidate_keys(study: Study) -> dict[int, list[str]]:
+    keys: dict[int, list[str]] = {}
+    rows = (
+        Candidate.objects.filter(item__study=study).order_by("item_id", "position", "id").values_list("item_id", "key")
+    )
+    for item_id, key in rows:
+        keys.setdefault(item_id, []).append(key)
+    return keys
+
+
+def _coded_rows(
+    study: Study, task_type: TaskType, judgments: QuerySet[Judgment], *fields: str
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Integer columns ``fields`` + ``item_id`` of the judgments, and their coded values.
+
+    A value that cannot be coded is NaN. Values are read as JSON text and
+    decoded once per distinct text (and item, when the coding depends on the
+    item's candidates), so each row costs a dictionary lookup; rows stream in
+    chunks into numpy arrays rather than being held as Python tuples.
+    """
+    config = task_type.config(study.config)
+    uses_candidates = task_type.candidates != (0, 0)
+    keys = _candidate_keys(study) if uses_candidates else {}
+    memo: dict[tuple[int, str], float] = {}
+
+    def code(item_id: int, text: str) -> float:
+        try:
+            number = task_type.to_number(json.loads(text), candidate_keys=keys.get(item_id, []), config=config)
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError):
+            number = None
+        return math.nan if number is None else float(number)
+
+    rows = judgments.annotate(value_text=Cast("value", TextField())).values_list(*fields, "item_id", "value_text")
+    width = len(fields) + 1
+    columns: list[list[int]] = [[] for _ in range(width)]
+    values: list[float] = []
+    for row in rows.iterator(chunk_size=50_000):
+        item_id, text = row[-2], row[-1]
+        memo_key = (item_id if uses_candidates else 0, text)
+        number = memo.get(memo_key)
+        if number is None:
+            number = memo[memo_key] = code(item_id, text)
+        values.append(number)
+        for column, cell in zip(columns, row, strict=False):
+            column.append(cell)
+    return [np.asarray(c, dtype=np.int64) for c in columns], np.asarray(values, dtype=float)
+
+
+# -- the matrix ---------------------------------------------------------------------------
+
+
+def study_rating_matrix(*, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None) -> StudyMatrix:
+    """The group's coded judgments as an items × raters matrix.
+
+    When a rater judged an item more than once (an LLM judge's repeated
+    trials), the earliest judgment is used and the others are counted in a
+    warning.
+    """
+    task_type = get_task_type(study.task_type)
+    if task_type.level not in MATRIX_LEVELS:
+        raise NoNumericCoding(f"{task_type.title} judgments have no numeric coding for agreement statistics")
+    scale = study_scale(study, task_type)
+    judgments = analysable_judgments(study=study, group=group, rater_ids=rater_ids)
+    (ids, raters, items), values = _coded_rows(study, task_type, judgments, "id", "rater_id")
+    keep = ~np.isnan(values)
+    warnings: list[str] = []
+    if (~keep).any():
+        warnings.append(f"{int((~keep).sum())} judgment(s) could not be coded as numbers and were left out")
+    ids, raters, items, values = ids[keep], raters[keep], items[keep], values[keep]
+
+    item_rows = list(
+        Item.objects.filter(study=study, is_attention_check=False, pk__in=np.unique(items).tolist())
+        .order_by("position", "id")
+        .values_list("id", "external_id")
+    )
+    infos = _rater_infos(
+        Rater.objects.filter(pk__in=np.unique(raters).tolist()).values_list("id", "kind", "name", "external_id")
+    )
+    matrix = np.full((len(item_rows), len(infos)), np.nan)
+    if items.size:
+        # Map database ids to row and column positions with a sorted lookup, not a Python loop.
+        item_pk = np.array([pk for pk, _ in item_rows], dtype=np.int64)
+        rater_pk = np.array([info.id for info in infos], dtype=np.int64)
+        item_order, rater_order = np.argsort(item_pk), np.argsort(rater_pk)
+        r = item_order[np.searchsorted(item_pk[item_order], items)]
+        c = rater_order[np.searchsorted(rater_pk[rater_order], raters)]
+        cells = r * len(infos) + c
+        # Latest judgment first, earliest last: the last write to a cell wins.
+        order = np.lexsort((-ids, cells))
+        repeats = cells.size - np.unique(cells).size
+        if repeats:
+            warnings.append(
+                f"{repeats} repeated judgment(s) of the same item by the same rater: the earliest one is used"
+            )
+        matrix.reshape(-1)[cells[order]] = values[order]
+    return StudyMatrix(
+        values=matrix,
+        item_ids=[pk for pk, _ in item_rows],
+        item_labels=[external_id for _, external_id in item_rows],
+        raters=infos,
+        scale=scale,
+        n_judgments=int(items.size),
+        warnings=warnings,
+    )
+
+
+# -- pairwise matches -----------------------------------------------------------------------
+
+
+def contestants_by_item(study: Study) -> dict[int, list[str]]:
+    """Each item's candidates as contestant ids: the generating model when known, else the key."""
+    contestants: dict[int, list[str]] = {}
+    rows = (
+        Candidate.objects.filter(item__study=study, item__is_attention_check=False)
+        .order_by("item_id", "position", "id")
+        .values_list("item_id", "key", "provenance")
+    )
+    for item_id, key, provenance in rows:
+        model = provenance.get("model") if isinstance(provenance, dict) else None
+        contestants.setdefault(item_id, []).append(str(model) if model else key)
+    return contestants
+
+
+def study_pairwise_outcomes(
+    *, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None
+) -> PairwiseOutcomes:
+    """Every OK pairwise judgment of the group as a match between the two candidates' contestants."""
+    task_type = get_task_type(study.task_type)
+    if task_type.level != Level.PAIRWISE:
+        raise NoNumericCoding(f"{task_type.title} studies have no pairwise outcomes")
+    contestants = contestants_by_item(study)
+    judgments = analysable_judgments(study=study, group=group, rater_ids=rater_ids)
+    (items,), values = _coded_rows(study, task_type, judgments)
+    a: list[str] = []
+    b: list[str] = []
+    score: list[float] = []
+    skipped = 0
+    for item_id, number in zip(items.tolist(), values.tolist(), strict=True):
+        pair = contestants.get(item_id)
+        if math.isnan(number) or pair is None or len(pair) != 2 or pair[0] == pair[1]:
+            skipped += 1
+            continue
+        a.append(pair[0])
+        b.append(pair[1])
+        score.append(number)
+    warnings = []
+    if skipped:
+        warnings.append(
+            f"{skipped} judgment(s) left out: their item has no two distinct contestants or the value could not be coded"
+        )
+    return PairwiseOutcomes(a=a, b=b, score=np.asarray(score, dtype=float), warnings=warnings)
+
+
+# -- best-worst picks -------------------------------------------------------------------------
+
+
+@dataclass
+class BestWorstPicks:
+    """A best–worst study's picks: per judgment (contestants shown, best, worst), and per pick
+    an items × raters matrix of the chosen candidate's listed position (NaN = not judged)."""
+
+    judgments: list[tuple[list[str], str, str]]
+    matrices: dict[str, np.ndarray]
+    n_positions: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def study_best_worst(*, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None) -> BestWorstPicks:
+    """Every OK best–worst judgment of the group, read through the task type's ``picks``.
+
+    Contestants are named as in the pairwise leaderboard (the generating model
+    when known, else the candidate key). When a rater judged an item more than
+    once, the earliest judgment fills the agreement matrices; all count in the scores.
+    """
+    task_type = get_task_type(study.task_type)
+    if task_type.level != Level.BEST_WORST:
+        raise NoNumericCoding(f"{task_type.title} studies have no best–worst picks")
+    keys = _candidate_keys(study)
+    contestants = contestants_by_item(study)
+    rows = (
+        analysable_judgments(study=study, group=group, rater_ids=rater_ids)
+        .order_by("id")
+        .values_list("item_id", "rater_id", "value")
+    )
+    judgments: list[tuple[list[str], str, str]] = []
+    cells: dict[str, dict[tuple[int, int], int]] = {PICK_BEST: {}, PICK_WORST: {}}
+    skipped = 0
+    for item_id, rater_id, value in rows.iterator(chunk_size=20_000):
+        listed, names = keys.get(item_id, []), contestants.get(item_id, [])
+        try:
+            chosen = task_type.picks(value)
+            positions = {pick: listed.index(chosen[pick]) for pick in (PICK_BEST, PICK_WORST)}
+        except (KeyError, TypeError, ValueError):
+            skipped += 1
+            continue
+        if len(names) != len(listed):
+            skipped += 1
+            continue
+        judgments.append((names, names[positions[PICK_BEST]], names[positions[PICK_WORST]]))
+        for pick, position in positions.items():
+            cells[pick].setdefault((item_id, rater_id), position)
+    item_ids = sorted({item for item, _ in cells[PICK_BEST]})
+    raters = sorted({rater for _, rater in cells[PICK_BEST]})
+    row_of = {pk: i for i, pk in enumerate(item_ids)}
+    col_of = {pk: i for i, pk in enumerate(raters)}
+    matrices = {}
+    for pick, found in cells.items():
+        matrix = np.full((len(item_ids), len(raters)), np.nan)
+        for (item_id, rater_id), position in found.items():
+            matrix[row_of[item_id], col_of[rater_id]] = position
+        matrices[pick] = matrix
+    warnings = (
+        [f"{skipped} judgment(s) whose picks are not among their item's candidates were left out"] if skipped else []
+    )
+    most = max([2, *(len(listed) for listed in keys.values())])
+    return BestWorstPicks(judgments=judgments, matrices=matrices, n_positions=most, warnings=warnings)
