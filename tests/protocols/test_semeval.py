@@ -250,6 +250,27 @@ class TestGradingReport:
         top10 = tails[0]
         assert top10["headlines in each tail"] == 1 and top10["RMSE top X%"] == pytest.approx(0.6)
 
+    def test_a_judge_that_answered_some_headlines_is_compared_with_the_baseline_on_those(self, researcher):
+        study = grading_study(researcher)
+        imported(study, GOOD)
+        judge, _ = judge_find_or_create(owner=researcher, baseline="constant")
+        # The constant judge (it answers 2) is run on the two headlines graded 1.2 and 1.6 only.
+        items = list(study.items.filter(external_id__in=["1", "2"]).order_by("pk"))
+        process_run(run_id=run_create(study=study, judge=judge, items=items, enqueue=False).pk)
+        report = report_json(protocol_report(study=study))
+        row = next(r for r in _records(report, "task1_rmse") if r["judge"] == "baseline: constant")
+        gold = np.array([1.2, 1.6, 0.4, 0.8, 2.6, 2.6])
+        assert row["headlines"] == 2
+        assert row["RMSE"] == pytest.approx(math.sqrt((0.8**2 + 0.4**2) / 2))  # 0.632
+        # Over all six headlines the mean baseline scores 0.838, which the judge's 0.632 would "beat"; on the
+        # same two headlines the baseline (1.533 for each) scores 0.240, and the judge does not beat it.
+        on_these = math.sqrt(((1.2 - gold.mean()) ** 2 + (1.6 - gold.mean()) ** 2) / 2)
+        assert row["mean baseline RMSE on these headlines"] == pytest.approx(on_these)
+        assert row["beats the mean baseline"] == "no"
+        baseline = _records(report, "task1_rmse")[0]
+        assert baseline["RMSE"] == pytest.approx(gold.std()) and baseline["RMSE"] > row["RMSE"]
+        assert baseline["mean baseline RMSE on these headlines"] == pytest.approx(baseline["RMSE"])
+
     def test_the_mae_bins_cover_the_scale_in_steps_of_0_2(self, researcher):
         study = grading_study(researcher)
         imported(study, GOOD)
