@@ -6,19 +6,20 @@ Each ``*_report`` function takes plain arrays and returns a dict of plain
 Python values. :func:`json_ready` then replaces every undefined number (NaN,
 infinity) with ``None`` and says so in the report's ``warnings``, so the
 result always serialises as strict JSON.
+
+The module imports no Django: ``funnybone analyze`` (``ratings.cli``) builds its
+reports here without a project, settings or database. Only the study-level
+functions read the database, importing ``ratings.selectors`` when called.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from annotation.models import Study
-
-from .selectors import BestWorstPicks, StudyMatrix, study_rating_matrix
 from .stats import (
     DEFAULT_ORDERINGS,
     DEFAULT_RESAMPLES,
@@ -48,6 +49,11 @@ from .stats import (
     spearman_matrix,
 )
 
+if TYPE_CHECKING:
+    from annotation.models import Study
+
+    from .selectors import BestWorstPicks, StudyMatrix
+
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 KAPPA_WEIGHTS = {"none": None, "linear": "linear", "quadratic": "quadratic"}
 #: Above this many raters with gaps in their ratings (a crowd design), the rater × rater
@@ -61,6 +67,12 @@ class AnalysisError(ValueError):
 
 def _interval(value: float, low: float, high: float) -> dict[str, float]:
     return {"value": float(value), "ci_low": float(low), "ci_high": float(high)}
+
+
+def _bootstrap_interval(value: float, low: float, high: float, p_value: float | None) -> dict[str, Any]:
+    """A percentile-bootstrap interval and its ``p_value``: the share of resamples whose statistic is at or
+    below 0 (one-sided; small when the figure is reliably above chance), not a classical test's p-value."""
+    return {**_interval(value, low, high), "p_value": p_value}
 
 
 # -- agreement on a rating matrix -------------------------------------------------------
@@ -280,9 +292,11 @@ def alignment_report(
 ) -> dict[str, Any]:
     """A rater (often an LLM judge) against a reference label per item.
 
-    A missing prediction (NaN) counts as wrong in accuracy and MCC, as the
-    Chumor protocol asks; kappa, correlations and RMSE use the items that
-    have a prediction.
+    A missing prediction (NaN) counts as wrong in accuracy, MCC, FPR and FNR, as
+    the Chumor protocol asks; kappa, correlations and RMSE use the items that
+    have a prediction. MCC, FPR and FNR need exactly two labels (the higher one
+    is positive), else they are None. Kappa and the correlations carry a
+    percentile-bootstrap interval and ``p_value`` (see ``_bootstrap_interval``).
     """
     ref = np.asarray(reference, dtype=float)
     pred = np.asarray(predicted, dtype=float)
@@ -306,7 +320,7 @@ def alignment_report(
     for name, weights in KAPPA_WEIGHTS.items():
         try:
             boot = cohen_kappa_bootstrap(r, p, labels=cats, weights=weights, n_resamples=n_resamples, seed=seed)
-            kappas[name] = _interval(boot.estimate, boot.ci_low, boot.ci_high)
+            kappas[name] = _bootstrap_interval(boot.estimate, boot.ci_low, boot.ci_high, boot.p_value)
             warnings.extend(f"Cohen's kappa ({name}): {w}" for w in boot.warnings)
         except ValueError as exc:
             kappas[name] = None
@@ -319,7 +333,7 @@ def alignment_report(
             warnings.append(f"{name}: needs at least three items and variation on both sides")
             continue
         result = func(r, p, n_resamples=n_resamples, seed=seed)
-        report[name] = _interval(result.estimate, result.ci_low, result.ci_high)
+        report[name] = _bootstrap_interval(result.estimate, result.ci_low, result.ci_high, result.bootstrap_p_value)
         warnings.extend(f"{name}: {w}" for w in result.warnings)
 
     report["accuracy"] = accuracy(ref, pred)
@@ -327,8 +341,11 @@ def alignment_report(
     if cats.size == 2:
         scores = binary_scores(ref, pred, positive=float(cats[1]), negative=float(cats[0]))
         report["mcc"], report["mcc_undefined"] = scores.mcc, scores.mcc_undefined
+        report["fpr"], report["fnr"] = scores.fpr, scores.fnr
         if scores.mcc_undefined:
             warnings.append(f"MCC is undefined: {scores.mcc_undefined}")
+    else:
+        report["fpr"] = report["fnr"] = None
     report["rmse"] = rmse(r, p) if r.size else None
     report["warnings"] = warnings
     return report
@@ -417,6 +434,8 @@ def study_agreement(
     has fewer than two raters. ``matrix`` lets a caller that already read the
     study's matrix pass it in.
     """
+    from .selectors import study_rating_matrix  # the database side; see the module docstring
+
     data = matrix if matrix is not None else study_rating_matrix(study=study, group=group, rater_ids=rater_ids)
     report: dict[str, Any] = {
         "study": study.slug,

@@ -110,8 +110,16 @@ def _grades(row: Row, table: Table, study: Study) -> tuple[list[int], list[str]]
         raw = row.cells.get("grades")
         text = row.text("grades")
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            # A spreadsheet read "01223" as the number 1223: put the lost leading zeros back.
-            text = str(int(raw)).zfill(study.quota_per_item)
+            # A number (a JSON number, a spreadsheet's number cell) has no leading zeros: 1223 may be four grades
+            # or "01223" with a zero lost. Only a number with one digit per grader is unambiguous; guessing the
+            # rest would invent grades.
+            text = str(int(raw)) if float(raw).is_integer() else str(raw)
+            if GRADE_TEXT.match(text) and len(text) != study.quota_per_item:
+                return [], [
+                    f"{row.where}: grades is the number {text}, not text: {len(text)} digit(s) where "
+                    f"{study.quota_per_item} graders are expected, so leading zero grades may have been lost. "
+                    f'Write grades as text ("0{text}" if a zero was lost) or use the columns grade1…grade5.'
+                ]
         if not GRADE_TEXT.match(text):
             return [], [f"{row.where}: grades {text!r} must be digits, one per grader (e.g. 32100)."]
         digits = [int(d) for d in text]

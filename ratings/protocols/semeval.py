@@ -108,12 +108,15 @@ class Predictor:
     trials: int | str
     gold: np.ndarray
     predicted: np.ndarray
+    #: The mean baseline's prediction (the mean grade of all graded headlines), to score it on these headlines.
+    baseline: float
 
 
 def _predictors(graded: list[Headline], judges: list[Judge]) -> tuple[list[Predictor], list[str]]:
     notes = []
     gold = np.array([h.mean for h in graded])
-    predictors = [Predictor(MEAN_BASELINE, "baseline (computed)", "—", gold, np.full(gold.size, gold.mean()))]
+    mean = float(gold.mean())
+    predictors = [Predictor(MEAN_BASELINE, "baseline (computed)", "—", gold, np.full(gold.size, mean), mean)]
     for judge in judges:
         predicted = np.array([judge.prediction(h.id) for h in graded])
         covered = ~np.isnan(predicted)
@@ -125,7 +128,7 @@ def _predictors(graded: list[Headline], judges: list[Judge]) -> tuple[list[Predi
                 f"{judge.name} answered {int(covered.sum())} of the {gold.size} graded headlines; "
                 "its Task 1 scores are over those only."
             )
-        predictors.append(Predictor(judge.name, judge.kind, judge.trials, gold[covered], predicted[covered]))
+        predictors.append(Predictor(judge.name, judge.kind, judge.trials, gold[covered], predicted[covered], mean))
     return predictors, notes
 
 
@@ -133,22 +136,34 @@ def _task1_tables(predictors: list[Predictor], percents: list[int], width: float
     scores = Table(
         key="task1_rmse",
         title="Task 1 RMSE",
-        columns=["judge", "kind", "trials", "headlines", "RMSE", "beats the mean baseline"],
+        columns=[
+            "judge",
+            "kind",
+            "trials",
+            "headlines",
+            "RMSE",
+            "mean baseline RMSE on these headlines",
+            "beats the mean baseline",
+        ],
         note=(
             "A judge's prediction is its 0-3 answer (the mean over trials when it answered more than once). "
-            "The mean baseline predicts the mean grade of all graded headlines for every one of them."
+            "The mean baseline predicts the mean grade of all graded headlines for every one of them. A judge "
+            "that answered only some headlines is compared with the baseline's RMSE on those same headlines."
         ),
     )
-    base = rmse(predictors[0].gold, predictors[0].predicted)
     for p in predictors:
         value = rmse(p.gold, p.predicted)
+        base = rmse(p.gold, np.full(p.gold.size, p.baseline))
         beats = "—" if p.name == MEAN_BASELINE else ("yes" if value < base else "no")
-        scores.rows.append([p.name, p.kind, p.trials, int(p.gold.size), value, beats])
+        scores.rows.append([p.name, p.kind, p.trials, int(p.gold.size), value, base, beats])
     tails = Table(
         key="task1_tails",
         title="Task 1 RMSE on the funniest and least funny X%",
         columns=["judge", "X%", "headlines in each tail", "RMSE top X%", "RMSE bottom X%"],
-        note="Headlines are ranked by their mean grade; each tail holds round(X% of the headlines), at least one.",
+        note=(
+            "Headlines are ranked by their mean grade; each tail holds round(X% of the headlines), at least one. "
+            "Headlines tied at a tail's edge grade share its remaining places equally, so row order never matters."
+        ),
     )
     for p in predictors:
         for percent in percents:

@@ -125,11 +125,28 @@ class TailRMSE:
     bottom: float
 
 
+def _tail_rmse(gold: np.ndarray, squared: np.ndarray, size: int, *, highest: bool) -> float:
+    """RMSE over the ``size`` items with the highest (lowest) gold grade, ties at the cut-off shared equally.
+
+    The items strictly beyond the cut-off grade count fully; the items tied at it share the places left,
+    each with weight places / tied, so the result never depends on the order of the rows.
+    """
+    ranked = np.sort(gold)[::-1] if highest else np.sort(gold)
+    cut = ranked[size - 1]
+    beyond = gold > cut if highest else gold < cut
+    tied = gold == cut
+    left = size - int(beyond.sum())
+    total = float(squared[beyond].sum()) + left * float(squared[tied].mean())
+    return float(np.sqrt(total / size))
+
+
 def rmse_by_tail(gold, predicted, *, percent: float) -> TailRMSE:
     """RMSE over the ``percent``% items with the highest and with the lowest gold grade.
 
-    The tail size is round(percent/100 · n), at least 1.  Items are ordered by
-    gold grade with a stable sort, so equal grades keep their input order.
+    The tail size is round(percent/100 · n), at least 1. When several items share the gold grade at
+    the tail's edge and only some of them fit, the tied items share the remaining places equally
+    (each counts with weight places / tied): a deterministic rule that gives the same figure in any
+    row order, where picking some of the tied items would depend on how the file was sorted.
     """
     g = as_vector(gold, name="gold")
     p = as_vector(predicted, name="predicted")
@@ -137,13 +154,12 @@ def rmse_by_tail(gold, predicted, *, percent: float) -> TailRMSE:
     if not 0 < percent <= 100:
         raise ValueError(f"percent must be in (0, 100], got {percent}")
     size = max(1, int(round(percent / 100.0 * g.size)))
-    order = np.argsort(g, kind="stable")
-    low, high = order[:size], order[::-1][:size]
+    squared = (g - p) ** 2
     return TailRMSE(
         percent=float(percent),
         n=size,
-        top=float(np.sqrt(np.mean((g[high] - p[high]) ** 2))),
-        bottom=float(np.sqrt(np.mean((g[low] - p[low]) ** 2))),
+        top=_tail_rmse(g, squared, size, highest=True),
+        bottom=_tail_rmse(g, squared, size, highest=False),
     )
 
 

@@ -79,12 +79,52 @@ class TestGradingImport:
         result = imported(study, "id,original,edit\n1,Local <bakery/> wins award,sock\n")
         assert (result.items, result.judgments) == (1, 0)
 
-    def test_a_spreadsheet_number_keeps_the_leading_zero_grades(self, researcher):
+    def test_grades_as_a_number_with_too_few_digits_are_refused_not_padded(self, researcher):
+        # 3210 could be four graders' grades or "03210" with a zero lost: padding it invented a grade of 0.
         study = grading_study(researcher)
-        line = json.dumps({"id": "1", "original": "Local <bakery/> wins award", "edit": "sock", "grades": 1223})
-        result = imported(study, line + "\n", filename="grades.jsonl")
+        lines = [
+            json.dumps({"id": "1", "original": "Local <bakery/> wins award", "edit": "sock", "grades": "32100"}),
+            json.dumps({"id": "2", "original": "Local <bakery/> wins award", "edit": "hat", "grades": 3210}),
+        ]
+        result = imported(study, "\n".join(lines) + "\n", filename="grades.jsonl")
+        assert not result.ok
+        assert len(result.errors) == 1
+        assert result.errors[0].startswith("Line 2: grades is the number 3210, not text: 4 digit(s) where 5 graders")
+        assert not Judgment.objects.filter(study=study).exists()
+
+    def test_grades_as_text_or_a_number_with_one_digit_per_grader_are_read(self, researcher):
+        study = grading_study(researcher)
+        lines = [
+            json.dumps({"id": "1", "original": "Local <bakery/> wins award", "edit": "sock", "grades": "01223"}),
+            json.dumps({"id": "2", "original": "Local <bakery/> wins award", "edit": "hat", "grades": 32100}),
+            json.dumps({"id": "3", "original": "Local <bakery/> wins award", "edit": "cat", "grades": "3210"}),
+        ]
+        result = imported(study, "\n".join(lines) + "\n", filename="grades.jsonl")
         assert result.ok, result.errors
-        assert sorted(j.value["rating"] for j in Judgment.objects.filter(study=study)) == [0, 1, 2, 2, 3]
+        by_item = {}
+        for j in Judgment.objects.filter(study=study).select_related("item"):
+            by_item.setdefault(j.item.external_id, []).append(j.value["rating"])
+        assert {k: sorted(v) for k, v in by_item.items()} == {
+            "1": [0, 1, 2, 2, 3],
+            "2": [0, 0, 1, 2, 3],
+            "3": [0, 1, 2, 3],  # text keeps what it says: four grades, nothing padded
+        }
+
+    def test_a_spreadsheet_number_cell_with_a_lost_zero_is_refused_with_its_row(self, researcher):
+        from openpyxl import Workbook
+
+        study = grading_study(researcher)
+        wb = Workbook()
+        sheet = wb.active
+        sheet.append(["id", "original", "edit", "grades"])
+        sheet.append(["1", "Local <bakery/> wins award", "sock", 32100])
+        sheet.append(["2", "Local <bakery/> wins award", "hat", 1223])
+        buffer = io.BytesIO()
+        wb.save(buffer)
+        result = protocol_import(study=study, data=buffer.getvalue(), filename="grades.xlsx")
+        assert not result.ok
+        assert [e.split(":")[0] for e in result.errors] == ["Row 3"]
+        assert "grades is the number 1223" in result.errors[0]
 
     def test_every_bad_row_is_named_and_nothing_is_written(self, researcher):
         study = grading_study(researcher)
@@ -209,6 +249,27 @@ class TestGradingReport:
         assert [r["X%"] for r in tails] == [10, 20, 30, 40]
         top10 = tails[0]
         assert top10["headlines in each tail"] == 1 and top10["RMSE top X%"] == pytest.approx(0.6)
+
+    def test_a_judge_that_answered_some_headlines_is_compared_with_the_baseline_on_those(self, researcher):
+        study = grading_study(researcher)
+        imported(study, GOOD)
+        judge, _ = judge_find_or_create(owner=researcher, baseline="constant")
+        # The constant judge (it answers 2) is run on the two headlines graded 1.2 and 1.6 only.
+        items = list(study.items.filter(external_id__in=["1", "2"]).order_by("pk"))
+        process_run(run_id=run_create(study=study, judge=judge, items=items, enqueue=False).pk)
+        report = report_json(protocol_report(study=study))
+        row = next(r for r in _records(report, "task1_rmse") if r["judge"] == "baseline: constant")
+        gold = np.array([1.2, 1.6, 0.4, 0.8, 2.6, 2.6])
+        assert row["headlines"] == 2
+        assert row["RMSE"] == pytest.approx(math.sqrt((0.8**2 + 0.4**2) / 2))  # 0.632
+        # Over all six headlines the mean baseline scores 0.838, which the judge's 0.632 would "beat"; on the
+        # same two headlines the baseline (1.533 for each) scores 0.240, and the judge does not beat it.
+        on_these = math.sqrt(((1.2 - gold.mean()) ** 2 + (1.6 - gold.mean()) ** 2) / 2)
+        assert row["mean baseline RMSE on these headlines"] == pytest.approx(on_these)
+        assert row["beats the mean baseline"] == "no"
+        baseline = _records(report, "task1_rmse")[0]
+        assert baseline["RMSE"] == pytest.approx(gold.std()) and baseline["RMSE"] > row["RMSE"]
+        assert baseline["mean baseline RMSE on these headlines"] == pytest.approx(baseline["RMSE"])
 
     def test_the_mae_bins_cover_the_scale_in_steps_of_0_2(self, researcher):
         study = grading_study(researcher)

@@ -62,7 +62,8 @@ def grade_answers(latent: dict[str, float]) -> Answer:
     lock = threading.Lock()
 
     def answer(request: dict) -> str:
-        lines = {line.strip() for line in prompt_text(request).splitlines()}
+        # The grading prompt (edited-headline-grade) shows the edit as "Edited headline: <text>".
+        lines = {line.strip().removeprefix("Edited headline:").strip() for line in prompt_text(request).splitlines()}
         (text,) = [t for t in latent if t in lines]
         with lock:
             call = calls[text]

@@ -9,6 +9,7 @@ import sys
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from openpyxl import Workbook
@@ -248,7 +249,9 @@ class TestAlignment:
         assert result["n"] == 10
         assert set(result["cohen_kappa"]) == {"none", "linear", "quadratic"}
         for entry in [*result["cohen_kappa"].values(), result["spearman"], result["kendall"]]:
-            assert set(entry) == {"value", "ci_low", "ci_high"}
+            assert set(entry) == {"value", "ci_low", "ci_high", "p_value"}
+            # The one-sided share of resamples at or below 0: this judge is far above chance.
+            assert 0.0 <= entry["p_value"] < 0.05
         assert result["accuracy"] == pytest.approx(0.8)
         assert result["rmse"] == pytest.approx((2 / 10) ** 0.5)
         assert result["mcc"] is None  # four labels: MCC is for binary labels only
@@ -262,6 +265,8 @@ class TestAlignment:
         assert result["mcc"] == pytest.approx(2 / 3)
         assert result["n_missing"] == 1
         assert result["mcc_undefined"] is None
+        # No negative called positive; one of three positives (the missing answer) called negative.
+        assert (result["fpr"], result["fnr"]) == (0.0, pytest.approx(1 / 3))
 
     def test_mcc_is_undefined_with_the_reason_when_every_answer_is_missing(self, tmp_path):
         rows = [["item", "reference", "predicted"], ["a", 1, ""], ["b", 0, ""], ["c", 1, ""]]
@@ -269,6 +274,25 @@ class TestAlignment:
         assert result["mcc"] is None  # not the −1 that counting every missing answer as wrong gives
         assert result["mcc_undefined"] == "the judge gave no usable answers"
         assert "MCC is undefined: the judge gave no usable answers" in result["warnings"]
+
+
+    def test_more_than_two_labels_have_no_fpr_or_fnr(self, tmp_path):
+        rows = [["item", "reference", "predicted"], *[[f"i{n}", n % 3, n % 3] for n in range(9)]]
+        result = analyze("alignment", write_csv(tmp_path / "c.csv", rows), "--bootstrap", "50")
+        assert (result["mcc"], result["fpr"], result["fnr"]) == (None, None, None)
+
+    def test_the_p_value_is_the_share_of_resamples_at_or_below_zero(self, tmp_path):
+        from ratings.stats import cohen_kappa_bootstrap
+
+        pairs = [(0, 0), (1, 0), (0, 1), (1, 1), (0, 0), (1, 0), (0, 1), (1, 1), (1, 1), (0, 1)]
+        rows = [["item", "reference", "predicted"], *[[f"i{n}", r, p] for n, (r, p) in enumerate(pairs)]]
+        result = analyze("alignment", write_csv(tmp_path / "p.csv", rows), "--bootstrap", "300", "--seed", "5")
+        boot = cohen_kappa_bootstrap(
+            [r for r, _ in pairs], [p for _, p in pairs], labels=[0, 1], n_resamples=300, seed=5
+        )
+        share = float((boot.samples[np.isfinite(boot.samples)] <= 0).mean())
+        assert result["cohen_kappa"]["none"]["p_value"] == pytest.approx(share)
+        assert 0.1 < share < 0.9  # a judge near chance: about half the resamples fall at or below 0
 
 
 class TestBadInput:

@@ -88,6 +88,27 @@ class TestAccuracyAndRMSE:
         with pytest.raises(ValueError, match="percent"):
             rmse_by_tail(gold, pred, percent=0)
 
+    def test_rmse_by_tail_does_not_depend_on_row_order_when_grades_tie_at_the_cut(self):
+        # Five items, a 20% tail holds one: the top two tie at 2.8, so they share the place half each.
+        gold = np.array([2.8, 2.8, 1.0, 0.4, 0.4])
+        pred = np.array([2.8, 0.8, 1.0, 0.4, 1.4])
+        result = rmse_by_tail(gold, pred, percent=20)
+        assert result.n == 1
+        assert result.top == pytest.approx(np.sqrt((0.0**2 + 2.0**2) / 2))
+        assert result.bottom == pytest.approx(np.sqrt((0.0**2 + 1.0**2) / 2))
+        rng = np.random.default_rng(3)
+        for _ in range(20):
+            order = rng.permutation(gold.size)
+            again = rmse_by_tail(gold[order], pred[order], percent=20)
+            assert (again.top, again.bottom) == pytest.approx((result.top, result.bottom))
+
+    def test_rmse_by_tail_counts_items_beyond_the_cut_in_full(self):
+        # A 40% tail of five holds two: 3.0 in full, then one place shared by the two items at 2.0.
+        gold = np.array([3.0, 2.0, 2.0, 1.0, 0.0])
+        pred = np.array([2.0, 2.0, 1.0, 1.0, 0.0])
+        result = rmse_by_tail(gold, pred, percent=40)
+        assert result.top == pytest.approx(np.sqrt((1.0 + 0.5 * 0.0 + 0.5 * 1.0) / 2))
+
     def test_mae_by_grade_bin_splits_the_scale_in_steps_of_0_2(self):
         gold = np.array([0.0, 0.1, 0.2, 0.6, 3.0, 2.9])
         pred = np.array([0.5, 0.1, 0.0, 0.6, 2.0, 3.0])

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""``funnybone analyze``: the installable analysis tool, run with no Django project, settings or database."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from ratings import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+RATINGS = [
+    ["item", "rater", "value"],
+    *[
+        [f"i{i}", r, v]
+        for i, row in enumerate([[-2, -2, -1], [0, 0, 1], [2, 2, 2], [-1, 0, -1], [1, 1, 2]])
+        for r, v in zip(("ann", "bob", "cat"), row, strict=True)
+    ],
+]
+
+
+def write_csv(path: Path, rows) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    return path
+
+
+def bare_env() -> dict[str, str]:
+    """The environment of a researcher's shell: no Django settings, no database, not run from the checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO", "DATABASE", "FUNNYBONE", "REDIS"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=bare_env(), capture_output=True, text=True, check=False
+    )
+
+
+def funnybone(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """``funnybone ARGS`` as the console script runs it (``ratings.cli:main``), reporting whether Django was loaded."""
+    code = (
+        "import sys\n"
+        "from ratings.cli import main\n"
+        f"code = main({list(args)!r})\n"
+        "print('DJANGO LOADED' if 'django' in sys.modules else '', file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    return run_python(code, tmp_path)
+
+
+class TestWithoutDjango:
+    def test_ratings_stats_imports_without_django(self, tmp_path):
+        done = run_python(
+            "import sys, ratings.stats, ratings.reports, ratings.io, ratings.cli\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in {'django', 'rest_framework', 'celery'}))",
+            tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]"
+
+    def test_analyze_runs_on_a_file_with_no_settings_or_database(self, tmp_path):
+        path = write_csv(tmp_path / "scale.csv", RATINGS)
+        done = funnybone(tmp_path, "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2", "--json")
+        assert done.returncode == 0, done.stderr
+        assert "DJANGO LOADED" not in done.stderr
+        report = json.loads(done.stdout)
+        assert (report["n_items"], report["n_raters"]) == (5, 3)
+        assert report["krippendorff_alpha"]["ordinal"] > 0.8
+
+    def test_help_loads_no_statistics(self, tmp_path):
+        done = run_python(
+            "import sys\nfrom ratings.cli import main\n"
+            "try:\n    main(['analyze', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print('LOADED', sorted(m for m in ('numpy', 'scipy', 'django') if m in sys.modules))",
+            tmp_path,
+        )
+        assert "--labels" in done.stdout
+        assert "LOADED []" in done.stdout
+
+    def test_bad_input_exits_2_with_the_row_and_nothing_on_stdout(self, tmp_path):
+        path = write_csv(tmp_path / "bad.csv", [["item", "rater", "value"], ["a", "r1", "1"], ["a", "r2", "x"]])
+        done = funnybone(tmp_path, "analyze", "ratings", str(path), "--json")
+        assert done.returncode == 2
+        assert done.stdout == ""
+        assert "row 3, column 'value': 'x' is not a number" in done.stderr
+
+
+class TestNegativeLabels:
+    """``--labels -2,-1,0,1,2`` used to stop at argument parsing: argparse took the scale for an option."""
+
+    def test_the_split_form_reads_as_the_joined_form(self):
+        assert cli.join_option_values(["ratings", "f.csv", "--labels", "-2,-1,0"]) == [
+            "ratings",
+            "f.csv",
+            "--labels=-2,-1,0",
+        ]
+        assert cli.join_option_values(["--labels", "0,1", "--json"]) == ["--labels", "0,1", "--json"]
+
+    def test_manage_py_analyze_takes_a_scale_starting_below_zero(self, tmp_path):
+        path = write_csv(tmp_path / "scale.csv", RATINGS)
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "funnybone.settings"}
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2"]
+            + ["--json"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["n_items"] == 5
+
+    def test_a_rating_outside_a_negative_scale_is_named(self, tmp_path):
+        path = write_csv(tmp_path / "scale.csv", [*RATINGS, ["i9", "ann", "-3"]])
+        done = funnybone(tmp_path, "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2")
+        assert done.returncode == 2
+        assert "-3 is outside the labels -2, -1, 0, 1, 2" in done.stderr
+
+
+class TestSameFiguresEverywhere:
+    def test_manage_py_analyze_and_funnybone_print_the_same_json(self, tmp_path):
+        path = write_csv(tmp_path / "scale.csv", RATINGS)
+        out = StringIO()
+        call_command("analyze", "ratings", str(path), "--labels=-2,-1,0,1,2", "--json", stdout=out)
+        done = funnybone(tmp_path, "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2", "--json")
+        assert json.loads(out.getvalue()) == json.loads(done.stdout)
+
+
+class TestPackaging:
+    @pytest.fixture
+    def project(self):
+        return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def test_the_console_command_is_declared(self, project):
+        assert project["scripts"]["funnybone"] == "ratings.cli:main"
+
+    def test_the_analysis_needs_no_django_to_install(self, project):
+        names = {
+            d.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower() for d in project["dependencies"]
+        }
+        assert {"numpy", "scipy", "openpyxl"} <= names
+        assert "django" not in names
