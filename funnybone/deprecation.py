@@ -89,14 +89,3 @@ class DeprecatedApiMiddleware:
             if successor:
                 response["Link"] = f'<{successor}>; rel="successor-version"'
         return response
-
-
-def v1_schema_only(endpoints: list[tuple]) -> list[tuple]:
-    """drf-spectacular preprocessing hook: the published schema describes v1 alone.
-
-    The deprecated addresses serve the same operations (same operation ids), so
-    listing both would publish every operation twice. A URL configuration without
-    v1 (a test's) keeps its endpoints as they are.
-    """
-    current = [endpoint for endpoint in endpoints if endpoint[0].startswith(CURRENT_PREFIX)]
-    return current or endpoints

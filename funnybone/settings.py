@@ -204,7 +204,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Studies, items and judgments for humor research.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "PREPROCESSING_HOOKS": ["funnybone.deprecation.v1_schema_only"],
+    "PREPROCESSING_HOOKS": ["funnybone.schema.v1_schema_only"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "funnybone.schema.common_error_answers",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "annotation.models.ItemImport.Format",
         "ExportFormatEnum": "ratings.models.Export.Format",

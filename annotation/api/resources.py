@@ -34,21 +34,16 @@ from .views import (
 )
 
 
-class StudiesApi(StudyListApi):
-    post = StudyCreateApi.post
+class StudiesApi(StudyListApi, StudyCreateApi):
+    pass
 
 
-class StudyApi(ResearcherApi):
-    get = StudyDetailApi.get
-    patch = StudyUpdateApi.patch
+class StudyApi(StudyDetailApi, StudyUpdateApi):
+    pass
 
 
-class ImportsApi(ResearcherApi, generics.ListAPIView):
+class ImportsApi(ItemImportApi, generics.ListAPIView):
     serializer_class = s.ItemImportOutput
-    parser_classes = ItemImportApi.parser_classes
-    post = ItemImportApi.post
-    _file = ItemImportApi._file
-    _start = ItemImportApi._start
 
     def get_queryset(self):
         return self.study(self.kwargs["pk"]).imports.order_by("-created_at", "-id")

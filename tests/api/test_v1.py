@@ -341,6 +341,17 @@ class TestSchema:
                         untyped.append(f"{method.upper()} {path} {code}")
         assert untyped == []
 
+    def test_every_operation_declares_the_refusals_it_can_give(self, tmp_path):
+        out = tmp_path / "schema.yaml"
+        call_command("spectacular", "--file", str(out))
+        schema = yaml.safe_load(out.read_text())
+        for path, operations in schema["paths"].items():
+            if path == "/api/v1/schema/":
+                continue
+            for method, operation in operations.items():
+                expected = {"401", "403"} | ({"404"} if "{" in path else set())
+                assert expected <= set(operation["responses"]), (method, path)
+
     def test_lists_are_described_as_pages(self, tmp_path):
         out = tmp_path / "schema.yaml"
         call_command("spectacular", "--file", str(out))
