@@ -99,12 +99,10 @@ class StudyLockPath:
 
         from django.conf import settings
         from django.db import transaction
-        from django.db.models import Count
+        from django.db.models import F
         from django.utils import timezone
 
         from annotation.models import Assignment, Item, Study
-        from annotation.services.assignment import holding_filter
-        from annotation.services.ordering import item_sort_key
 
         with transaction.atomic():
             study = Study.objects.select_for_update().get(pk=enrollment.study_id)
@@ -117,26 +115,22 @@ class StudyLockPath:
             cap = study.per_rater_cap
             if cap is not None and mine.filter(state=Assignment.State.DONE).count() >= cap:
                 return None, "cap_reached"
-            seen = set(mine.values_list("item_id", flat=True))
-            held = dict(
-                Assignment.objects.filter(study=study)
-                .filter(holding_filter(now))
-                .values("item_id")
-                .annotate(n=Count("id"))
-                .values_list("item_id", "n")
+            # The first item in listed order with a free place that this rater has not seen.
+            item_id = (
+                Item.objects.filter(study=study, is_attention_check=False, places_taken__lt=study.quota_per_item)
+                .exclude(assignments__rater=rater)
+                .order_by("places_taken", "position")
+                .values_list("pk", flat=True)
+                .first()
             )
-            rows = Item.objects.filter(study=study, is_attention_check=False).values_list("pk", "position")
-            open_items = [r for r in rows if r[0] not in seen and held.get(r[0], 0) < study.quota_per_item]
-            if not open_items:
+            if item_id is None:
                 return None, "exhausted"
-            item_id, _ = min(
-                open_items, key=lambda r: item_sort_key(study=study, rater_id=rater.pk, item_id=r[0], position=r[1])
-            )
+            Item.objects.filter(pk=item_id).update(places_taken=F("places_taken") + 1)
             assignment = Assignment.objects.create(
                 study=study,
                 item_id=item_id,
                 rater=rater,
-                sequence=len(seen),
+                sequence=mine.count(),
                 leased_at=now,
                 lease_expires_at=now + timedelta(seconds=settings.FUNNYBONE_LEASE_SECONDS),
             )

@@ -221,8 +221,13 @@ def count_queries() -> None:
     )
 
 
-def per_answer_cost(sizes: list[int], answers: int = 150) -> None:
-    """Time single htmx answers in-process (one rater, quota 1) in studies of each size; print ms per answer."""
+def per_answer_cost(sizes: list[int], database: str, answers: int = 150) -> None:
+    """Time single htmx answers in-process (one rater, quota 1) in studies of each size; print ms per answer.
+
+    On a shared machine the wall time moves with everyone else's load, so the CPU
+    spent per answer is printed too: this process (Django, the view, the ORM) and
+    this database's PostgreSQL backends, read from /proc.
+    """
     from django.test import Client
 
     from bench.load_client import ASSIGNMENT_FIELD, percentile, rating_for
@@ -243,6 +248,8 @@ def per_answer_cost(sizes: list[int], answers: int = 150) -> None:
         page = client.get(base + "item/")
         times = []
         for n in range(answers + 10):
+            if n == 10:  # the first answers warm the caches
+                before = cpu_snapshot(None, database)
             assignment_id = int(ASSIGNMENT_FIELD.search(page.content.decode()).group(1))
             started = time.perf_counter()
             page = client.post(
@@ -250,13 +257,16 @@ def per_answer_cost(sizes: list[int], answers: int = 150) -> None:
                 {"assignment": assignment_id, "rating": rating_for("size", assignment_id, [0, 1, 2, 3])},
                 headers={"HX-Request": "true"},
             )
-            if n >= 10:  # the first answers warm the caches
+            if n >= 10:
                 times.append(time.perf_counter() - started)
-        p50, mean = 1000 * percentile(times, 50), 1000 * sum(times) / len(times)
-        first = first or p50
+        cpu = cpu_used(before, cpu_snapshot(None, database))
+        cpu_ms = 1000 * (cpu["client"] + cpu["db"]) / answers
+        p50 = 1000 * percentile(times, 50)
+        first = first or (p50, cpu_ms)
         print(
-            f"  {size:>7} items: p50 {p50:.1f} ms, mean {mean:.1f} ms per answer, "
-            f"{p50 / first:.2f}x the first size (study built in {built:.0f} s)"
+            f"  {size:>7} items: wall p50 {p50:.1f} ms ({p50 / first[0]:.2f}x the first size), "
+            f"CPU {cpu_ms:.1f} ms = Django {1000 * cpu['client'] / answers:.1f} + PostgreSQL "
+            f"{1000 * cpu['db'] / answers:.1f} ({cpu_ms / first[1]:.2f}x); study built in {built:.0f} s"
         )
 
 
@@ -317,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.queries:
                     count_queries()
                 if args.sizes:
-                    per_answer_cost([int(n) for n in args.sizes.split(",") if n.strip()])
+                    per_answer_cost([int(n) for n in args.sizes.split(",") if n.strip()], database_name)
                 audits = []
                 print_header()
                 paths = [("app", "/s"), ("bare", "/bare")] if args.bare else [("app", "/s")]

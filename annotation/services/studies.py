@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.text import slugify
 
 from ..audit import audit_record, diff
@@ -185,6 +185,22 @@ def item_problems(*, study: Study, spec: ItemSpec, seen: dict[str, str]) -> list
     return problems
 
 
+# After an import this big, PostgreSQL's statistics of the item table are refreshed at once.
+ANALYZE_AFTER_ITEMS = 1000
+
+
+def _refresh_item_statistics() -> None:
+    """Let the planner know about the new items now rather than at autovacuum's next round.
+
+    With statistics from before a big import, the planner takes the new study
+    for a few rows and reads all of its items for queries that need a handful
+    (the next item, the progress bar): seconds on a study of 100,000 items.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Item._meta.db_table}")
+
+
 def items_create(
     *, study: Study, items: Iterable[ItemSpec], replace: bool = False, actor: AbstractBaseUser | None = None
 ) -> int:
@@ -226,6 +242,8 @@ def items_create(
             for item, spec in zip(created, specs, strict=True)
             for j, c in enumerate(spec.candidates)
         )
+        if len(specs) >= ANALYZE_AFTER_ITEMS:
+            transaction.on_commit(_refresh_item_statistics)
         audit_record(
             study=study,
             action=AuditEntry.Action.ITEMS_REPLACED if replace else AuditEntry.Action.ITEMS_IMPORTED,
