@@ -6,9 +6,11 @@ page renews it by itself every ``heartbeat_seconds()`` (a third of the lease:
 two missed beats, say from a throttled background tab, still keep the item).
 
 Renewal touches only the rater's own leased assignment in this study; how the
-next item is chosen stays in :mod:`annotation.services.assignment`, whose room
-rule (``item_holders``) decides whether a lapsed lease can be taken up again.
-Lock order as there: the rater's enrollment, then the item, then the assignment.
+next item is chosen stays in :mod:`annotation.services.assignment`. There a
+lease holds its place in ``Item.places_taken`` until a request that wants the
+place releases it, under the item's lock: so a lapsed lease that is still
+leased can simply be extended, and a released one is lost. Lock order as there:
+the rater's enrollment, then the item, then the assignment.
 """
 
 from dataclasses import dataclass
@@ -19,7 +21,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Item
-from .assignment import item_holders
 
 
 def lease_seconds() -> int:
@@ -66,22 +67,13 @@ def lease_renew(*, enrollment: Enrollment, assignment_id: int, now: datetime | N
             return Renewal(False, "closed")
         if assignment.state != Assignment.State.LEASED:
             return Renewal(False, "lost")
-        if assignment.lease_expires_at <= now and not _room_again(locked, assignment, now):
-            # Let the place go now, as the next item request would: the page is told at once.
-            Assignment.objects.filter(pk=assignment.pk, state=Assignment.State.LEASED).update(
-                state=Assignment.State.RELEASED
-            )
-            return Renewal(False, "lost")
+        if assignment.lease_expires_at <= now:
+            # Lapsed: wait for the item's row, so a request releasing this lease to take its
+            # place finishes first, then see whether the lease still holds the place.
+            Item.objects.select_for_update(of=("self",)).filter(pk=assignment.item_id).first()
+            still = Assignment.objects.filter(pk=assignment.pk).values_list("state", flat=True).first()
+            if still != Assignment.State.LEASED:
+                return Renewal(False, "lost" if still != Assignment.State.DONE else "done")
         expires_at = now + timedelta(seconds=lease_seconds())
         Assignment.objects.filter(pk=assignment.pk).update(lease_expires_at=expires_at)
         return Renewal(True, expires_at=expires_at)
-
-
-def _room_again(enrollment: Enrollment, assignment: Assignment, now: datetime) -> bool:
-    """Whether a lapsed lease may be taken up again: nobody filled the item's place meanwhile."""
-    item = assignment.item
-    if item.is_attention_check or enrollment.rater.is_preview:
-        return True
-    # Wait for the item's row: a request leasing it to someone else must finish counting first.
-    Item.objects.select_for_update().filter(pk=item.pk).first()
-    return item_holders(item.pk, now, exclude_id=assignment.pk) < enrollment.study.quota_per_item

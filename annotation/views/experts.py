@@ -22,10 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from ..expert_panel import expert_studies
 from ..forms import ExpertSignupForm
+from ..languages import in_language
 from ..models import Invitation
 from ..ratelimit import entry_rate_limited
 from ..services.enrollment import expert_account_create, invitation_accept, invitation_taken_by_another
-from ..languages import in_language
 from .annotator import _invited_study_config, _language, _message, _remember, _unavailable
 
 # The account is created here, not by a login form: tell Django which backend vouches for it.

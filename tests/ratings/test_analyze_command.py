@@ -275,7 +275,6 @@ class TestAlignment:
         assert result["mcc_undefined"] == "the judge gave no usable answers"
         assert "MCC is undefined: the judge gave no usable answers" in result["warnings"]
 
-
     def test_more_than_two_labels_have_no_fpr_or_fnr(self, tmp_path):
         rows = [["item", "reference", "predicted"], *[[f"i{n}", n % 3, n % 3] for n in range(9)]]
         result = analyze("alignment", write_csv(tmp_path / "c.csv", rows), "--bootstrap", "50")

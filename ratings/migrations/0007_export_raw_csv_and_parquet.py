@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ratings', '0005_exports_and_reports_running_has_heartbeat'),
+        ('ratings', '0006_study_reports'),
     ]
 
     operations = [
