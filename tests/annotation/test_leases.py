@@ -4,10 +4,11 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, Judgment
-from annotation.services.assignment import holding_filter, next_assignment
+from annotation.models import Assignment, Item, Judgment
+from annotation.services.assignment import holding_filter, next_assignment, take_place
 from annotation.services.enrollment import enroll_crowdworker, enroll_preview
 from annotation.services.judgments import judgment_submit
 from annotation.services.leases import heartbeat_seconds, lease_renew
@@ -135,15 +136,19 @@ class TestOneLeaseAtATime:
         held = next_assignment(enrollment=slow).assignment
         lapse(held)
         fast = enroll_crowdworker(study=study, participant_id="fast")
-        # Someone else took the lapsed item and answered it.
-        Assignment.objects.create(
-            study=study,
-            item_id=held.item_id,
-            rater=fast.rater,
-            state=Assignment.State.DONE,
-            leased_at=timezone.now(),
-            lease_expires_at=timezone.now(),
-        )
+        # Someone else took the lapsed item's place, as a request meeting it does (under the item's
+        # lock: the expired lease is released, its place taken), and answered it.
+        with transaction.atomic():
+            item = Item.objects.select_for_update().get(pk=held.item_id)
+            assert take_place(item, study.quota_per_item, timezone.now())
+            Assignment.objects.create(
+                study=study,
+                item_id=held.item_id,
+                rater=fast.rater,
+                state=Assignment.State.DONE,
+                leased_at=timezone.now(),
+                lease_expires_at=timezone.now(),
+            )
         fresh = next_assignment(enrollment=slow).assignment
         assert fresh.item_id != held.item_id
         assert live_leases(study, slow.rater) == 1
