@@ -70,11 +70,19 @@ def item_holders(item_id: int, now: datetime, *, exclude_id: int | None = None) 
     return qs.count()
 
 
+def candidate_keys(item: Item) -> list[str]:
+    """The item's candidate keys in import order; from ``prefetch_related("candidates")`` when it was used."""
+    prefetched = getattr(item, "_prefetched_objects_cache", {}).get("candidates")
+    if prefetched is not None:
+        return [c.key for c in sorted(prefetched, key=lambda c: (c.position, c.pk))]
+    return list(item.candidates.order_by("position", "id").values_list("key", flat=True))
+
+
 def _candidate_order(study: Study, rater: Rater, item: Item, trial: int = 0) -> list[str]:
     task_type = get_task_type(study.task_type)
     if task_type.candidates[1] == 0:
         return []  # the importer refuses candidates for this task type: nothing to query
-    keys = list(item.candidates.order_by("position", "id").values_list("key", flat=True))
+    keys = candidate_keys(item)
     if not keys:
         return []
     return task_type.display_order(keys, candidate_rng(study=study, rater_id=rater.pk, item_id=item.pk, trial=trial))
@@ -268,6 +276,50 @@ def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int =
         },
     )
     return assignment
+
+
+def assignments_for_judge(
+    *,
+    study: Study,
+    rater: Rater,
+    wanted: list[tuple[Item, int]],
+    orders: dict[tuple[int, int], list[str]] | None = None,
+) -> dict[tuple[int, int], Assignment]:
+    """``assignment_for_judge`` for many (item, trial) at once, keyed by (item id, trial): one query to
+    find them, one insert for the missing ones (``orders`` may give their shown order), one to read
+    those back. An assignment made meanwhile by another worker is taken as it is."""
+    if not wanted:
+        return {}
+
+    def existing() -> dict[tuple[int, int], Assignment]:
+        rows = Assignment.objects.filter(
+            rater=rater, item_id__in={item.pk for item, _ in wanted}, trial__in={trial for _, trial in wanted}
+        )
+        return {(a.item_id, a.trial): a for a in rows}
+
+    found = existing()
+    missing = {(item.pk, trial): (item, trial) for item, trial in wanted if (item.pk, trial) not in found}
+    if not missing:
+        return found
+    now = timezone.now()
+    expires = now + timedelta(seconds=_lease_seconds())
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                study=study,
+                rater=rater,
+                item=item,
+                trial=trial,
+                sequence=item.position,
+                shown_order=(orders or {}).get((item.pk, trial)) or _candidate_order(study, rater, item, trial),
+                leased_at=now,
+                lease_expires_at=expires,
+            )
+            for item, trial in missing.values()
+        ],
+        ignore_conflicts=True,
+    )
+    return existing()
 
 
 def mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
-from .assignment import item_holders
+from .assignment import candidate_keys, item_holders
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Submitted:
 
 
 def _candidate_keys(assignment: Assignment) -> list[str]:
-    return list(assignment.item.candidates.order_by("position", "id").values_list("key", flat=True))
+    return candidate_keys(assignment.item)
 
 
 def clean_value(*, assignment: Assignment, value: Any) -> Any:
@@ -142,6 +142,69 @@ def judgment_submit(
             if enrollment is not None:
                 apply_attention_policy(enrollment)
     return Submitted(judgment, created=True)
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """One model judgment to store with ``judgments_submit_many``."""
+
+    assignment: Assignment
+    value: Any
+    status: str = Judgment.Status.OK
+    provenance: dict[str, Any] | None = None
+    duration_ms: int | None = None
+
+
+def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[int]:
+    """Store many judgments of one model rater at once; the ids of the assignments judged now.
+
+    For judge runs, where a judgment per transaction would make the database the bottleneck: in the
+    caller's transaction, without savepoints, the assignments are locked (in id order), the ones
+    already judged left as they are (as ``judgment_submit`` does), and the rest inserted in one
+    statement. Values are validated first; an invalid one raises before anything is written.
+    """
+    if rater.is_human:
+        raise PermissionDenied("A person's answers are submitted one by one.")
+    if not answers:
+        return set()
+    if any(answer.assignment.rater_id != rater.pk for answer in answers):
+        raise PermissionDenied("An assignment belongs to another rater.")
+    values = [
+        clean_value(assignment=a.assignment, value=a.value) if a.status == Judgment.Status.OK else None for a in answers
+    ]
+    with transaction.atomic(savepoint=False):
+        ids = sorted({a.assignment.pk for a in answers})
+        # Lock the assignments (evaluated now), as judgment_submit does, so no other writer judges them meanwhile.
+        list(Assignment.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk"))
+        judged = set(Judgment.objects.filter(assignment_id__in=ids).values_list("assignment_id", flat=True))
+        rows, new = [], set()
+        for answer, value in zip(answers, values, strict=True):
+            assignment = answer.assignment
+            if assignment.pk in judged or assignment.pk in new:
+                continue
+            new.add(assignment.pk)
+            item, study = assignment.item, assignment.study
+            attention_passed = None
+            if item.is_attention_check and answer.status == Judgment.Status.OK:
+                task_type = get_task_type(study.task_type)
+                attention_passed = task_type.matches_gold(value, item.gold, config=task_type.config(study.config))
+            rows.append(
+                Judgment(
+                    assignment=assignment,
+                    study_id=assignment.study_id,
+                    item_id=assignment.item_id,
+                    rater=rater,
+                    status=answer.status,
+                    value=value,
+                    shown_order=assignment.shown_order,
+                    duration_ms=answer.duration_ms,
+                    attention_passed=attention_passed,
+                    provenance=answer.provenance or {},
+                )
+            )
+        Judgment.objects.bulk_create(rows)
+        Assignment.objects.filter(pk__in=new).update(state=Assignment.State.DONE)
+    return new
 
 
 def judgment_retry(
