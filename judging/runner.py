@@ -42,6 +42,10 @@ LEASE_SECONDS = settings.FUNNYBONE_RUN_LEASE_SECONDS
 HEARTBEAT_SECONDS = min(2.0, LEASE_SECONDS / 3)
 
 
+# Units claimed per place in the pool: one being called, the rest prepared and waiting (see drive).
+PREPARED_PER_SLOT = 3
+
+
 def worker_token() -> str:
     return f"{uuid.uuid4().hex[:16]}"
 
@@ -106,11 +110,19 @@ def complete_unit(unit, *, status: str = UnitStatus.DONE, attempts: int = 0, **f
     )
 
 
-def update_rows(model: type[Model], rows: list[tuple], fields: list[str], constants: dict[str, Any]) -> int:
+def update_rows(
+    model: type[Model],
+    rows: list[tuple],
+    fields: list[str],
+    constants: dict[str, Any],
+    *,
+    unless: dict[str, list[Any]] | None = None,
+) -> int:
     """Set ``fields`` row by row (each row ``(pk, *values)``) and ``constants`` on every row, in one
     ``WITH v AS (VALUES ...) UPDATE ... FROM v``: what ``bulk_update`` does, without the CASE expression
     per field and row that Django builds in Python (which, for a few hundred rows, costs far more than
-    the database's work). Values are parameters; column names come from the model."""
+    the database's work). Rows whose field in ``unless`` holds one of its values are left alone.
+    Values are parameters; column names come from the model. The number of rows changed."""
     if not rows:
         return 0
     quote = connection.ops.quote_name
@@ -129,9 +141,14 @@ def update_rows(model: type[Model], rows: list[tuple], fields: list[str], consta
         params.append(field.get_db_prep_save(value, connection))
     row_sql = "(" + ", ".join(["%s"] * len(alias)) + ")"
     values = [value for row in rows for value in row]
+    where = [f"{table}.{quote(meta.pk.column)} = v.pk"]
+    for name, excluded in (unless or {}).items():
+        field = meta.get_field(name)
+        where.append(f"{table}.{quote(field.column)} NOT IN ({', '.join(['%s'] * len(excluded))})")
+        params.extend(field.get_db_prep_save(value, connection) for value in excluded)
     sql = (
         f"WITH v ({', '.join(alias)}) AS (VALUES {', '.join([row_sql] * len(rows))}) "  # noqa: S608 - names from the model, values as parameters
-        f"UPDATE {table} SET {', '.join(sets)} FROM v WHERE {table}.{quote(meta.pk.column)} = v.pk"
+        f"UPDATE {table} SET {', '.join(sets)} FROM v WHERE {' AND '.join(where)}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, values + params)
@@ -240,7 +257,7 @@ def drive(
 ) -> DriveResult:
     """Work a run's units until none is left (or the run is cancelled).
 
-    Up to ``concurrency`` calls are in flight and as many more units wait prepared
+    Up to ``concurrency`` calls are in flight and twice as many units wait prepared
     beside them. A call that ends hands its place to the next prepared unit at once,
     from the pool thread (``refill``), so the pool stays full while this thread does
     the database work (claiming, preparing, recording the finished calls in batches).
@@ -282,7 +299,9 @@ def drive(
                     release_unit(unit)
             else:
                 with lock:
-                    room = 2 * job.concurrency - len(in_flight) - len(ready)
+                    # Up to twice the pool's size waits prepared: enough for the pool threads to keep
+                    # taking from while this thread is slowed by a busy database.
+                    room = PREPARED_PER_SLOT * job.concurrency - len(in_flight) - len(ready)
                 claimed = claim_units(
                     job.unit_model,
                     run_id=run_id,

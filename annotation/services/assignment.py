@@ -284,12 +284,12 @@ def assignments_for_judge(
     rater: Rater,
     wanted: list[tuple[Item, int]],
     orders: dict[tuple[int, int], list[str]] | None = None,
-) -> dict[tuple[int, int], Assignment]:
-    """``assignment_for_judge`` for many (item, trial) at once, keyed by (item id, trial): one query to
-    find them, one insert for the missing ones (``orders`` may give their shown order), one to read
-    those back. An assignment made meanwhile by another worker is taken as it is."""
+) -> tuple[dict[tuple[int, int], Assignment], set[int]]:
+    """``assignment_for_judge`` for many (item, trial) at once, keyed by (item id, trial), and the ids
+    of those made now: one query to find them and one insert for the missing ones (``orders`` may
+    give their shown order)."""
     if not wanted:
-        return {}
+        return {}, set()
 
     def existing() -> dict[tuple[int, int], Assignment]:
         rows = Assignment.objects.filter(
@@ -300,10 +300,13 @@ def assignments_for_judge(
     found = existing()
     missing = {(item.pk, trial): (item, trial) for item, trial in wanted if (item.pk, trial) not in found}
     if not missing:
-        return found
+        return found, set()
     now = timezone.now()
     expires = now + timedelta(seconds=_lease_seconds())
-    Assignment.objects.bulk_create(
+    # No ignore_conflicts, so the new rows come back with their ids: a judge's (item, trial) is worked
+    # by one unit at a time, and a conflict (two runs of one judge at once) raises IntegrityError
+    # for the caller to work its batch one by one.
+    created = Assignment.objects.bulk_create(
         [
             Assignment(
                 study=study,
@@ -316,10 +319,12 @@ def assignments_for_judge(
                 lease_expires_at=expires,
             )
             for item, trial in missing.values()
-        ],
-        ignore_conflicts=True,
+        ]
     )
-    return existing()
+    if any(a.pk is None for a in created):  # a database that does not return ids from a bulk insert
+        found = existing()
+        return found, {found[key].pk for key in missing}
+    return {**found, **{(a.item_id, a.trial): a for a in created}}, {a.pk for a in created}
 
 
 def mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:

@@ -159,9 +159,11 @@ def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[in
     """Store many judgments of one model rater at once; the ids of the assignments judged now.
 
     For judge runs, where a judgment per transaction would make the database the bottleneck: in the
-    caller's transaction, without savepoints, the assignments are locked (in id order), the ones
-    already judged left as they are (as ``judgment_submit`` does), and the rest inserted in one
-    statement. Values are validated first; an invalid one raises before anything is written.
+    caller's transaction, without savepoints, the assignments already judged are left as they are
+    (as ``judgment_submit`` does) and the rest inserted in one statement. A model is not bound by a
+    quota, so nothing is locked: a judgment written meanwhile by another worker makes the insert
+    fail on the one-judgment-per-assignment constraint (IntegrityError), for the caller to record
+    its batch one by one. Values are validated first; an invalid one raises before anything is written.
     """
     if rater.is_human:
         raise PermissionDenied("A person's answers are submitted one by one.")
@@ -174,8 +176,6 @@ def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[in
     ]
     with transaction.atomic(savepoint=False):
         ids = sorted({a.assignment.pk for a in answers})
-        # Lock the assignments (evaluated now), as judgment_submit does, so no other writer judges them meanwhile.
-        list(Assignment.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk"))
         judged = set(Judgment.objects.filter(assignment_id__in=ids).values_list("assignment_id", flat=True))
         rows, new = [], set()
         for answer, value in zip(answers, values, strict=True):

@@ -153,7 +153,7 @@ class JudgeJob:
         """``prepare`` for a batch of claimed units with a handful of queries in all (the caller's transaction)."""
         if self.judge.is_baseline:
             return [(unit, self.prepare(unit)) for unit in units]
-        base = assignments_for_judge(
+        base, made = assignments_for_judge(
             study=self.study, rater=self.rater, wanted=[(unit.item, unit.trial) for unit in units]
         )
         flipped = [unit for unit in units if unit.swapped]
@@ -161,14 +161,19 @@ class JudgeJob:
             (u.item_id, SWAPPED_TRIAL_OFFSET + u.trial): list(reversed(base[(u.item_id, u.trial)].shown_order))
             for u in flipped
         }
-        swapped = assignments_for_judge(
+        swapped, made_swapped = assignments_for_judge(
             study=self.study,
             rater=self.rater,
             wanted=[(u.item, SWAPPED_TRIAL_OFFSET + u.trial) for u in flipped],
             orders=orders,
         )
-        ids = [a.pk for a in (*base.values(), *swapped.values())]
-        statuses = dict(Judgment.objects.filter(assignment_id__in=ids).values_list("assignment_id", "status"))
+        # Assignments made just now (the usual case in a first run) have no judgment to look for.
+        older = [a.pk for a in (*base.values(), *swapped.values()) if a.pk not in made | made_swapped]
+        statuses = (
+            dict(Judgment.objects.filter(assignment_id__in=older).values_list("assignment_id", "status"))
+            if older
+            else {}
+        )
         out: list[tuple[JudgeUnit, Prepared | None]] = []
         already: list[JudgeUnit] = []
         for unit in units:
@@ -188,13 +193,19 @@ class JudgeJob:
                 out.append((unit, None))
             else:
                 out.append((unit, self._prepared(unit, assignment, existing is not None)))
-        update_rows(JudgeUnit, [(unit.pk, unit.assignment.pk) for unit in units], ["assignment"], {})
-        if already:
-            JudgeUnit.objects.filter(pk__in=[u.pk for u in already]).exclude(
-                status__in=[UnitStatus.DONE, UnitStatus.FAILED]
-            ).update(
-                status=UnitStatus.DONE, outcome=UnitOutcome.ALREADY, claimed_until=None, finished_at=timezone.now()
-            )
+        # A unit that is asked about gets its assignment when its answer is recorded (finish_many).
+        update_rows(
+            JudgeUnit,
+            [(unit.pk, unit.assignment.pk) for unit in already],
+            ["assignment"],
+            {
+                "status": UnitStatus.DONE,
+                "outcome": UnitOutcome.ALREADY,
+                "claimed_until": None,
+                "finished_at": timezone.now(),
+            },
+            unless={"status": [UnitStatus.DONE, UnitStatus.FAILED]},
+        )
         return out
 
     def _prepared(self, unit: JudgeUnit, assignment: Assignment, retry: bool) -> Prepared:
@@ -338,16 +349,8 @@ class JudgeJob:
                 for _, prepared, record in batch
             ],
         )
-        open_units = set(
-            JudgeUnit.objects.select_for_update()
-            .filter(pk__in=[unit.pk for unit, _, _ in batch])
-            .exclude(status__in=[UnitStatus.DONE, UnitStatus.FAILED])
-            .values_list("pk", flat=True)
-        )
         rows = []
         for unit, prepared, record in batch:
-            if unit.pk not in open_units:
-                continue
             mine = prepared.assignment.pk in created
             rows.append(
                 (
@@ -367,6 +370,8 @@ class JudgeJob:
             rows,
             UNIT_RESULT_FIELDS,
             {"status": UnitStatus.DONE, "claimed_until": None, "finished_at": timezone.now()},
+            # A unit another worker finished meanwhile (its lease had run out) keeps what that worker did.
+            unless={"status": [UnitStatus.DONE, UnitStatus.FAILED]},
         )
 
     def _answer_record(self, unit: JudgeUnit, prepared: Prepared, answer: Answer) -> dict[str, Any]:
