@@ -1,14 +1,19 @@
 """Judge-run throughput against a local endpoint with a fixed artificial latency.
 
-    .venv/bin/python bench/bench_judging.py [--latency-ms 200] [--concurrency 1 4 16 64] [--seconds 4]
+    .venv/bin/python bench/bench_judging.py [--latency-ms 200] [--concurrency 1 4 16 64] [--seconds 4 | --items 2000]
 
-An OpenAI-compatible fake server on loopback answers every request after a
-fixed delay. A run over enough items to keep each concurrency level busy for
-about ``--seconds`` is worked in this process (the same code a Celery task
-runs: claims, thread pool, parsing, judgment writes), and the achieved rate is
-printed as a fraction of the endpoint's theoretical capacity
-(concurrency / latency), with our overhead per judgment: the wall time beyond
-what the endpoint's latency alone explains, spread over the judgments.
+An OpenAI-compatible fake server on loopback (``judging.testing.fault_server``,
+in a process of its own so its threads do not compete with the run's for the
+interpreter) answers every request after a fixed delay. A run over ``--items``
+items (or enough to keep each concurrency level busy for about ``--seconds``)
+is worked in this process (the same code a Celery task runs: claims, thread
+pool, parsing, judgment writes), and the achieved calls per second are printed
+beside the endpoint's theoretical capacity (concurrency / latency) and as a
+fraction of it, with our overhead per judgment: the wall time beyond what the
+endpoint's latency alone explains, spread over the judgments. Beside them, the
+reference measured in the same run: the calls per second the same HTTP client
+gets from the same endpoint at the same concurrency with no run around it (no
+database), and the run's rate as a share of that.
 
 Uses a throw-away SQLite database unless DATABASE_URL is set (then it must
 name a database this benchmark may fill and empty). Prints figures; asserts
@@ -22,6 +27,7 @@ every worker), to show what the shared limits cost.
 import argparse
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,13 +52,33 @@ def setup_django(workdir: Path) -> None:
     call_command("migrate", verbosity=0)
 
 
-def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limits: str = "") -> dict:
+class EndpointProcess:
+    """The fault server in a process of its own; ``url(step)`` is a fresh base URL answering with that step."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "judging.testing.fault_server"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        first = self.process.stdout.readline().strip()  # http://127.0.0.1:PORT/s/ok/n1/v1
+        self.root = first.split("/s/")[0]
+        self.n = 1
+
+    def url(self, step: str) -> str:
+        self.n += 1
+        return f"{self.root}/s/{step}/n{self.n}/v1"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limits: str = "", items: int = 0) -> dict:
     from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
     from judging.selectors import run_progress
     from judging.services.judges import judge_create
     from judging.services.runs import process_run, run_create
 
-    n_items = max(concurrency, int(seconds * concurrency * 1000 / latency_ms))
+    n_items = items or max(concurrency, int(seconds * concurrency * 1000 / latency_ms))
     study = study_create(owner=owner, name=f"bench c{concurrency}", task_type="ordinal")
     items_create(study=study, items=[ItemSpec(external_id=f"b{i}", text=f"Joke number {i}.") for i in range(n_items)])
     study_set_state(study=study, state="open")
@@ -76,11 +102,40 @@ def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limi
         "limits": limits,
         "concurrency": concurrency,
         "judgments": progress.judged,
+        "calls": progress.calls,
         "wall_s": wall,
-        "rate": n_items / wall,
+        "rate": progress.calls / wall,
         "capacity": concurrency / latency,
         "overhead_ms": max(0.0, wall - ideal) / n_items * 1000,
     }
+
+
+def bare_client(concurrency: int, latency_ms: int, n_calls: int, server) -> float:
+    """Calls per second the same HTTP client (``ChatBackend``) gets from the endpoint with no run around
+    it: no database, no claims, no parsing; the machine's ceiling for the run at this concurrency."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from judging.backends.chat import ChatBackend
+
+    backend = ChatBackend(
+        base_url=server.url(f"slow:{latency_ms}"),
+        api_key="unused",
+        model="fake",
+        temperature=0.1,
+        max_tokens=64,
+        timeout=30,
+        structured_output=False,
+        concurrency=concurrency,
+    )
+    messages = [{"role": "user", "content": "Rate this joke with a single digit from 0 to 3: Joke number {i}."}]
+    try:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            for _ in pool.map(lambda i: backend.complete(messages, None), range(n_calls)):
+                pass
+        return n_calls / (time.perf_counter() - started)
+    finally:
+        backend.close()
 
 
 def main() -> None:
@@ -88,6 +143,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--seconds", type=float, default=4.0, help="Target run length per level.")
+    parser.add_argument("--items", type=int, default=0, help="Items per run (instead of --seconds).")
     parser.add_argument("--redis-url", help="Also run each level with the call limits shared through this Redis.")
     args = parser.parse_args()
 
@@ -98,15 +154,14 @@ def main() -> None:
         from django.test import override_settings
 
         import judging.services.judging_job  # noqa: F401 - import the SDK before the clock starts
-        from judging.testing.fault_server import FaultServer
 
-        server = FaultServer().start()
+        server = EndpointProcess()
         owner = get_user_model().objects.create_user(f"bench-{time.time_ns()}")
         engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         print(f"endpoint latency {args.latency_ms} ms, database {engine}, {os.cpu_count()} CPUs")
         print(
-            f"{'limits':>7} {'concurrency':>11} {'judgments':>9} {'wall s':>7} {'judg./s':>8} {'capacity/s':>10} "
-            f"{'fraction':>8} {'overhead ms/judgment':>21}"
+            f"{'limits':>7} {'concurrency':>11} {'judgments':>9} {'wall s':>7} {'calls/s':>8} {'capacity/s':>10} "
+            f"{'fraction':>8} {'overhead ms/judgment':>21} {'bare client/s':>13} {'of bare':>7}"
         )
         caches = {"process": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
         if args.redis_url:
@@ -117,11 +172,12 @@ def main() -> None:
             for concurrency in args.concurrency:
                 for limits, cache in caches.items():
                     with override_settings(CACHES={"default": cache}):
-                        row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits)
+                        row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits, args.items)
+                    bare = bare_client(concurrency, args.latency_ms, row["calls"], server)
                     print(
                         f"{row['limits']:>7} {row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} "
                         f"{row['rate']:>8.1f} {row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} "
-                        f"{row['overhead_ms']:>21.2f}"
+                        f"{row['overhead_ms']:>21.2f} {bare:>13.1f} {row['rate'] / bare:>7.1%}"
                     )
         finally:
             server.stop()

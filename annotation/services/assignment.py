@@ -82,11 +82,19 @@ def _takes_place(rater: Rater) -> bool:
     return rater.is_human
 
 
+def candidate_keys(item: Item) -> list[str]:
+    """The item's candidate keys in import order; from ``prefetch_related("candidates")`` when it was used."""
+    prefetched = getattr(item, "_prefetched_objects_cache", {}).get("candidates")
+    if prefetched is not None:
+        return [c.key for c in sorted(prefetched, key=lambda c: (c.position, c.pk))]
+    return list(item.candidates.order_by("position", "id").values_list("key", flat=True))
+
+
 def _candidate_order(study: Study, rater: Rater, item: Item, trial: int = 0) -> list[str]:
     task_type = get_task_type(study.task_type)
     if task_type.candidates[1] == 0:
         return []  # the importer refuses candidates for this task type: nothing to query
-    keys = list(item.candidates.order_by("position", "id").values_list("key", flat=True))
+    keys = candidate_keys(item)
     if not keys:
         return []
     return task_type.display_order(keys, candidate_rng(study=study, rater_id=rater.pk, item_id=item.pk, trial=trial))
@@ -426,6 +434,55 @@ def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int =
         },
     )
     return assignment
+
+
+def assignments_for_judge(
+    *,
+    study: Study,
+    rater: Rater,
+    wanted: list[tuple[Item, int]],
+    orders: dict[tuple[int, int], list[str]] | None = None,
+) -> tuple[dict[tuple[int, int], Assignment], set[int]]:
+    """``assignment_for_judge`` for many (item, trial) at once, keyed by (item id, trial), and the ids
+    of those made now: one query to find them and one insert for the missing ones (``orders`` may
+    give their shown order)."""
+    if not wanted:
+        return {}, set()
+
+    def existing() -> dict[tuple[int, int], Assignment]:
+        rows = Assignment.objects.filter(
+            rater=rater, item_id__in={item.pk for item, _ in wanted}, trial__in={trial for _, trial in wanted}
+        )
+        return {(a.item_id, a.trial): a for a in rows}
+
+    found = existing()
+    missing = {(item.pk, trial): (item, trial) for item, trial in wanted if (item.pk, trial) not in found}
+    if not missing:
+        return found, set()
+    now = timezone.now()
+    expires = now + timedelta(seconds=_lease_seconds())
+    # No ignore_conflicts, so the new rows come back with their ids: a judge's (item, trial) is worked
+    # by one unit at a time, and a conflict (two runs of one judge at once) raises IntegrityError
+    # for the caller to work its batch one by one.
+    created = Assignment.objects.bulk_create(
+        [
+            Assignment(
+                study=study,
+                rater=rater,
+                item=item,
+                trial=trial,
+                sequence=item.position,
+                shown_order=(orders or {}).get((item.pk, trial)) or _candidate_order(study, rater, item, trial),
+                leased_at=now,
+                lease_expires_at=expires,
+            )
+            for item, trial in missing.values()
+        ]
+    )
+    if any(a.pk is None for a in created):  # a database that does not return ids from a bulk insert
+        found = existing()
+        return found, {found[key].pk for key in missing}
+    return {**found, **{(a.item_id, a.trial): a for a in created}}, {a.pk for a in created}
 
 
 def mark_shown(*, assignment: Assignment, now: datetime | None = None) -> None:

@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 
 from ..models import Assignment, Enrollment, Judgment, Rater
 from ..task_types import get_task_type
-from .assignment import take_place
+from .assignment import candidate_keys, take_place
 
 
 @dataclass(frozen=True)
@@ -21,9 +21,7 @@ class Submitted:
 
 
 def _candidate_keys(assignment: Assignment) -> list[str]:
-    if get_task_type(assignment.study.task_type).candidates[1] == 0:
-        return []  # the importer refuses candidates for this task type: nothing to query
-    return list(assignment.item.candidates.order_by("position", "id").values_list("key", flat=True))
+from .assignment import candidate_keys, take_place
 
 
 def clean_value(*, assignment: Assignment, value: Any) -> Any:
@@ -157,6 +155,69 @@ def judgment_submit(
             if enrollment is not None:
                 apply_attention_policy(enrollment)
     return Submitted(judgment, created=True)
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """One model judgment to store with ``judgments_submit_many``."""
+
+    assignment: Assignment
+    value: Any
+    status: str = Judgment.Status.OK
+    provenance: dict[str, Any] | None = None
+    duration_ms: int | None = None
+
+
+def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[int]:
+    """Store many judgments of one model rater at once; the ids of the assignments judged now.
+
+    For judge runs, where a judgment per transaction would make the database the bottleneck: in the
+    caller's transaction, without savepoints, the assignments already judged are left as they are
+    (as ``judgment_submit`` does) and the rest inserted in one statement. A model is not bound by a
+    quota, so nothing is locked: a judgment written meanwhile by another worker makes the insert
+    fail on the one-judgment-per-assignment constraint (IntegrityError), for the caller to record
+    its batch one by one. Values are validated first; an invalid one raises before anything is written.
+    """
+    if rater.is_human:
+        raise PermissionDenied("A person's answers are submitted one by one.")
+    if not answers:
+        return set()
+    if any(answer.assignment.rater_id != rater.pk for answer in answers):
+        raise PermissionDenied("An assignment belongs to another rater.")
+    values = [
+        clean_value(assignment=a.assignment, value=a.value) if a.status == Judgment.Status.OK else None for a in answers
+    ]
+    with transaction.atomic(savepoint=False):
+        ids = sorted({a.assignment.pk for a in answers})
+        judged = set(Judgment.objects.filter(assignment_id__in=ids).values_list("assignment_id", flat=True))
+        rows, new = [], set()
+        for answer, value in zip(answers, values, strict=True):
+            assignment = answer.assignment
+            if assignment.pk in judged or assignment.pk in new:
+                continue
+            new.add(assignment.pk)
+            item, study = assignment.item, assignment.study
+            attention_passed = None
+            if item.is_attention_check and answer.status == Judgment.Status.OK:
+                task_type = get_task_type(study.task_type)
+                attention_passed = task_type.matches_gold(value, item.gold, config=task_type.config(study.config))
+            rows.append(
+                Judgment(
+                    assignment=assignment,
+                    study_id=assignment.study_id,
+                    item_id=assignment.item_id,
+                    rater=rater,
+                    status=answer.status,
+                    value=value,
+                    shown_order=assignment.shown_order,
+                    duration_ms=answer.duration_ms,
+                    attention_passed=attention_passed,
+                    provenance=answer.provenance or {},
+                )
+            )
+        Judgment.objects.bulk_create(rows)
+        Assignment.objects.filter(pk__in=new).update(state=Assignment.State.DONE)
+    return new
 
 
 def judgment_retry(

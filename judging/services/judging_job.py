@@ -10,9 +10,11 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from annotation.models import Assignment, Judgment
-from annotation.services.judgments import judgment_retry, judgment_submit
+from annotation.services.assignment import assignments_for_judge
+from annotation.services.judgments import ModelAnswer, judgment_retry, judgment_submit, judgments_submit_many
 from annotation.task_types import get_task_type
 
 from ..backends.baseline import NoBaseline, baseline_value, study_facts
@@ -23,8 +25,8 @@ from ..models import JudgeRun, JudgeUnit, UnitOutcome, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
 from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
-from ..runner import complete_unit, release_unit
-from .runs import unit_assignment
+from ..runner import complete_unit, release_unit, update_rows
+from .runs import SWAPPED_TRIAL_OFFSET, unit_assignment
 
 
 @dataclass
@@ -40,6 +42,17 @@ class Prepared:
 
 
 EXCERPT_CHARS = 500
+# What finish_many sets per unit, in the order of its rows (after the unit's id).
+UNIT_RESULT_FIELDS = [
+    "attempts",
+    "assignment",
+    "outcome",
+    "error",
+    "reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "answer_excerpt",
+]
 
 
 def failure_kind(error: str) -> str:
@@ -121,15 +134,83 @@ class JudgeJob:
         assignment.item, assignment.study, assignment.rater = unit.item, self.study, self.rater
         JudgeUnit.objects.filter(pk=unit.pk).update(assignment=assignment)
         existing = Judgment.objects.filter(assignment=assignment).values_list("status", flat=True).first()
-        # Judged before by this judge version: nothing to ask. A retry run asks again where that failed.
-        retry = existing is not None and existing != Judgment.Status.OK and self.run.retry_of_id is not None
-        if existing is not None and not retry:
+        if self._already(existing):
             complete_unit(unit, assignment=assignment, outcome=UnitOutcome.ALREADY)
             return None
-        item = assignment.item
+        retry = existing is not None
         if self.judge.is_baseline:
             self._judge_by_baseline(unit, assignment, retry=retry)
             return None
+        return self._prepared(unit, assignment, retry)
+
+    def _already(self, existing_status: str | None) -> bool:
+        """Judged before by this judge version: nothing to ask. A retry run asks again where that failed."""
+        if existing_status is None:
+            return False
+        return existing_status == Judgment.Status.OK or self.run.retry_of_id is None
+
+    def prepare_many(self, units: list[JudgeUnit]) -> list[tuple[JudgeUnit, Prepared | None]]:
+        """``prepare`` for a batch of claimed units with a handful of queries in all (the caller's transaction)."""
+        if self.judge.is_baseline:
+            return [(unit, self.prepare(unit)) for unit in units]
+        base, made = assignments_for_judge(
+            study=self.study, rater=self.rater, wanted=[(unit.item, unit.trial) for unit in units]
+        )
+        flipped = [unit for unit in units if unit.swapped]
+        orders = {
+            (u.item_id, SWAPPED_TRIAL_OFFSET + u.trial): list(reversed(base[(u.item_id, u.trial)].shown_order))
+            for u in flipped
+        }
+        swapped, made_swapped = assignments_for_judge(
+            study=self.study,
+            rater=self.rater,
+            wanted=[(u.item, SWAPPED_TRIAL_OFFSET + u.trial) for u in flipped],
+            orders=orders,
+        )
+        # Assignments made just now (the usual case in a first run) have no judgment to look for.
+        older = [a.pk for a in (*base.values(), *swapped.values()) if a.pk not in made | made_swapped]
+        statuses = (
+            dict(Judgment.objects.filter(assignment_id__in=older).values_list("assignment_id", "status"))
+            if older
+            else {}
+        )
+        out: list[tuple[JudgeUnit, Prepared | None]] = []
+        already: list[JudgeUnit] = []
+        for unit in units:
+            if unit.swapped:
+                assignment = swapped[(unit.item_id, SWAPPED_TRIAL_OFFSET + unit.trial)]
+                wanted = orders[(unit.item_id, SWAPPED_TRIAL_OFFSET + unit.trial)]
+                if assignment.shown_order != wanted and assignment.pk not in statuses:
+                    Assignment.objects.filter(pk=assignment.pk).update(shown_order=wanted)
+                    assignment.shown_order = wanted
+            else:
+                assignment = base[(unit.item_id, unit.trial)]
+            assignment.item, assignment.study, assignment.rater = unit.item, self.study, self.rater
+            unit.assignment = assignment
+            existing = statuses.get(assignment.pk)
+            if self._already(existing):
+                already.append(unit)
+                out.append((unit, None))
+            else:
+                out.append((unit, self._prepared(unit, assignment, existing is not None)))
+        # A unit that is asked about gets its assignment when its answer is recorded (finish_many).
+        update_rows(
+            JudgeUnit,
+            [(unit.pk, unit.assignment.pk) for unit in already],
+            ["assignment"],
+            {
+                "status": UnitStatus.DONE,
+                "outcome": UnitOutcome.ALREADY,
+                "claimed_until": None,
+                "finished_at": timezone.now(),
+            },
+            unless={"status": [UnitStatus.DONE, UnitStatus.FAILED]},
+        )
+        return out
+
+    def _prepared(self, unit: JudgeUnit, assignment: Assignment, retry: bool) -> Prepared:
+        """The prompt of a unit that needs a call."""
+        item = assignment.item
         candidates = self._candidates(assignment)
         context = build_context(item=item, candidates=candidates, config=self.config, task_type=self.task_type)
         template = self.run.template
@@ -241,6 +322,60 @@ class JudgeJob:
         if answer.status == ABANDONED:
             release_unit(unit, attempts=len(answer.attempts))
             return
+        record = self._answer_record(unit, prepared, answer)
+        self._record(unit, prepared.assignment, retry=prepared.retry, **record)
+
+    def finish_many(self, results: list[tuple[JudgeUnit, Prepared, Answer]]) -> None:
+        """``finish`` for a batch of answers in the caller's transaction: the judgments in one insert, the
+        units in one update (a retry's replacement, rare, goes one by one)."""
+        batch: list[tuple[JudgeUnit, Prepared, dict[str, Any]]] = []
+        for unit, prepared, answer in results:
+            if answer.status == ABANDONED or prepared.retry:
+                self.finish(unit, prepared, answer)
+            else:
+                batch.append((unit, prepared, self._answer_record(unit, prepared, answer)))
+        if not batch:
+            return
+        created = judgments_submit_many(
+            rater=self.rater,
+            answers=[
+                ModelAnswer(
+                    assignment=prepared.assignment,
+                    value=record["value"],
+                    status=record["status"],
+                    provenance=record["provenance"],
+                    duration_ms=record["duration_ms"],
+                )
+                for _, prepared, record in batch
+            ],
+        )
+        rows = []
+        for unit, prepared, record in batch:
+            mine = prepared.assignment.pk in created
+            rows.append(
+                (
+                    unit.pk,
+                    unit.attempts + record["calls"],
+                    prepared.assignment.pk,
+                    record["status"] if mine else UnitOutcome.ALREADY,
+                    record["error"] if mine else "",
+                    failure_kind(record["error"]) if mine else "",
+                    record["prompt_tokens"],
+                    record["completion_tokens"],
+                    (record["content"] or "")[:EXCERPT_CHARS],
+                )
+            )
+        update_rows(
+            JudgeUnit,
+            rows,
+            UNIT_RESULT_FIELDS,
+            {"status": UnitStatus.DONE, "claimed_until": None, "finished_at": timezone.now()},
+            # A unit another worker finished meanwhile (its lease had run out) keeps what that worker did.
+            unless={"status": [UnitStatus.DONE, UnitStatus.FAILED]},
+        )
+
+    def _answer_record(self, unit: JudgeUnit, prepared: Prepared, answer: Answer) -> dict[str, Any]:
+        """The judgment and the unit's record of one answer, as ``_record`` takes them."""
         provenance = self._provenance_base(unit, prepared.assignment)
         completion = answer.completion
         prompt_tokens, completion_tokens = answer.prompt_tokens, answer.completion_tokens
@@ -267,20 +402,17 @@ class JudgeJob:
             provenance.update(answer.parsed.extras)
         provenance = json.loads(redact(json.dumps(provenance), self._secret))
         duration = sum(a.get("latency_ms") or 0 for a in answer.attempts)
-        self._record(
-            unit,
-            prepared.assignment,
-            retry=prepared.retry,
-            value=answer.parsed.value if answer.status == OK else None,
-            status=answer.status,
-            provenance=provenance,
-            duration_ms=duration,
-            error="" if answer.status == OK else redact(answer.error, self._secret),
-            calls=len(answer.attempts),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            content=redact(completion.content or "", self._secret) if completion else None,
-        )
+        return {
+            "value": answer.parsed.value if answer.status == OK else None,
+            "status": answer.status,
+            "provenance": provenance,
+            "duration_ms": duration,
+            "error": "" if answer.status == OK else redact(answer.error, self._secret),
+            "calls": len(answer.attempts),
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "content": redact(completion.content or "", self._secret) if completion else None,
+        }
 
     def fail(self, unit: JudgeUnit, prepared: Prepared | None, error: BaseException) -> None:
         """Record the unit as a failed judgment with the (redacted) reason."""
