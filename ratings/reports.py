@@ -33,6 +33,7 @@ from .stats import (
     binary_scores,
     category_counts,
     cohen_kappa_bootstrap,
+    dawid_skene,
     exact_agreement,
     fleiss_kappa_from_matrix,
     icc,
@@ -351,6 +352,42 @@ def alignment_report(
     return report
 
 
+# -- aggregated labels ------------------------------------------------------------------
+
+
+def dawid_skene_report(
+    values: np.ndarray,
+    *,
+    categories: Sequence[float] | np.ndarray,
+    names: Sequence[str],
+    item_labels: Sequence[str],
+    rater_labels: Sequence[str],
+) -> dict[str, Any]:
+    """Dawid–Skene labels per item (``names`` are the scale's names for ``categories``) with the fit's warnings.
+
+    ``labels`` maps each item to ``{"label", "confidence"}``, both None where no label was estimated;
+    ``fitted`` is False when the data cannot identify the model (see ``ratings.stats.dawid_skene``).
+    """
+    cats = np.asarray(categories, dtype=float)
+    ds = dawid_skene(values, categories=cats, rater_names=list(rater_labels), category_names=list(names))
+    name_of = dict(zip(cats.tolist(), names, strict=True))
+    labels = {}
+    for item, label, confidence in zip(item_labels, ds.labels.tolist(), ds.confidence.tolist(), strict=True):
+        known = not math.isnan(label)
+        labels[str(item)] = {
+            "label": name_of.get(label, _label(label)) if known else None,
+            "confidence": confidence if known else None,
+        }
+    return {
+        "fitted": ds.fitted,
+        "converged": ds.converged,
+        "iterations": ds.iterations,
+        "left_out_raters": [rater_labels[c] for c in ds.constant_raters],
+        "labels": labels,
+        "warnings": list(ds.warnings),
+    }
+
+
 # -- JSON -------------------------------------------------------------------------------
 
 
@@ -451,4 +488,12 @@ def study_agreement(
         report["agreement"] = rating_report(data.values, categories=data.scale.codes, nominal=data.scale.nominal)
     except AnalysisError as exc:
         report["warnings"].append(str(exc))
+    if data.scale.nominal and data.values.size:
+        report["dawid_skene"] = dawid_skene_report(
+            data.values,
+            categories=data.scale.codes,
+            names=data.scale.names,
+            item_labels=data.item_labels,
+            rater_labels=[r.label for r in data.raters],
+        )
     return report

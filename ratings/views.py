@@ -48,7 +48,7 @@ from .selectors import (
     study_raters,
     study_rating_matrix,
 )
-from .stats import FORM_LABELS, dawid_skene, item_mean, item_median, majority_vote
+from .stats import FORM_LABELS, item_mean, item_median, majority_vote
 
 TIE_RULES = {
     "higher": "Ties go to the higher rating",
@@ -118,14 +118,14 @@ def _scale_name(data: StudyMatrix, value: float) -> str:
     return data.scale.names[hits[0]] if hits.size else f"{value:g}"
 
 
-def _aggregates(data: StudyMatrix, tie: str) -> list[dict[str, Any]]:
+def _aggregates(data: StudyMatrix, tie: str, ds: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per item: mean, median, majority vote and (nominal scales) the Dawid–Skene label of ``study_agreement``."""
     if data.values.size == 0 or np.isnan(data.values).all():
         return []
     values = data.values[:ITEM_ROWS]
     counts = (~np.isnan(values)).sum(axis=1)
     mean, median = item_mean(values), item_median(values)
     majority = majority_vote(values, categories=data.scale.codes, tie=tie)
-    ds = dawid_skene(data.values, categories=data.scale.codes) if data.scale.nominal else None
     rows = []
     for i, label in enumerate(data.item_labels[:ITEM_ROWS]):
         row = {
@@ -136,8 +136,9 @@ def _aggregates(data: StudyMatrix, tie: str) -> list[dict[str, Any]]:
             "majority": _scale_name(data, majority[i]) or "undecided",
         }
         if ds is not None:
-            row["ds_label"] = _scale_name(data, ds.labels[i])
-            row["ds_confidence"] = float(ds.confidence[i])
+            estimate = ds["labels"].get(str(label), {})
+            row["ds_label"] = estimate.get("label")
+            row["ds_confidence"] = estimate.get("confidence")
         rows.append(row)
     return rows
 
@@ -209,7 +210,8 @@ def analysis_result(
         "agreement": agreement,
         "distributions": _distributions(data),
         "distributions_truncated": len(data.raters) > RATER_ROWS,
-        "aggregates": _aggregates(data, tie),
+        "aggregates": _aggregates(data, tie, agreement.get("dawid_skene")),
+        "dawid_skene": agreement.get("dawid_skene"),
         "aggregates_truncated": len(data.item_labels) > ITEM_ROWS,
         "nominal": bool(data.scale.nominal),
     }

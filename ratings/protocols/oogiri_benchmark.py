@@ -146,6 +146,7 @@ def task_scores(study: Study) -> TaskScores:
             ties = int(np.isnan(vote).sum() - (np.isnan(values).all(axis=1)).sum())
             majority = float(np.sum(vote == truth)) / len(full_truth)
             fitted = stats.dawid_skene(values, categories=cats)
+            notes.extend(fitted.warnings)  # constant raters left out, an unidentified fit, no convergence
             ds = float(np.sum(fitted.labels == truth)) / len(full_truth)
             per_rater = [
                 float(np.mean(col[~np.isnan(col)] == truth[~np.isnan(col)]))

@@ -108,6 +108,42 @@ class DawidSkeneResult:
     converged: bool
     log_likelihood: float
     warnings: list[str] = field(default_factory=list)
+    #: Columns of raters left out of the fit: they gave one label to every item they rated.
+    constant_raters: list[int] = field(default_factory=list)
+
+    @property
+    def fitted(self) -> bool:
+        """False when the data could not identify the model (fewer than two raters using two labels)."""
+        return self.iterations > 0
+
+
+#: Fewest raters who use more than one label for the model to say anything about the items.
+MIN_INFORMATIVE_RATERS = 2
+
+
+def _constant_raters(idx: np.ndarray) -> np.ndarray:
+    """Columns whose given ratings (two or more) all carry the same label."""
+    given = idx >= 0
+    low = np.where(given, idx, np.iinfo(idx.dtype).max).min(axis=0, initial=np.iinfo(idx.dtype).max)
+    high = np.where(given, idx, -1).max(axis=0, initial=-1)
+    return np.flatnonzero((given.sum(axis=0) >= 2) & (low == high))
+
+
+def _not_fitted(n_items: int, n_raters: int, cats: np.ndarray, notes: list[str], constant: list[int]):
+    nan = np.full((n_items, cats.size), np.nan)
+    return DawidSkeneResult(
+        categories=cats,
+        priors=np.full(cats.size, np.nan),
+        confusion=np.full((n_raters, cats.size, cats.size), np.nan),
+        posterior=nan,
+        labels=np.full(n_items, np.nan),
+        confidence=np.full(n_items, np.nan),
+        iterations=0,
+        converged=False,
+        log_likelihood=float("nan"),
+        warnings=notes,
+        constant_raters=constant,
+    )
 
 
 def dawid_skene(
@@ -117,12 +153,24 @@ def dawid_skene(
     max_iter: int = 200,
     tol: float = 1e-6,
     smoothing: float = 0.01,
+    rater_names: Sequence[str] | None = None,
+    category_names: Sequence[str] | None = None,
 ) -> DawidSkeneResult:
     """Fit the Dawid–Skene model by EM to an items × raters label matrix.
 
     Missing ratings (NaN) simply contribute nothing.  Items nobody rated get
     the prior as posterior.  ``smoothing`` (> 0) is a pseudo-count added to
     every confusion-matrix cell (and to the class counts) at each M-step.
+
+    A rater who gave one label to every item (two or more) they rated says
+    nothing about the items' classes — the model would fit them as "always
+    says 1" whatever the truth — so they are left out of the fit, named in
+    ``constant_raters`` and ``warnings``. With fewer than two raters left who
+    use more than one label the model is not identified: nothing is fitted,
+    every label, confidence and posterior is NaN, ``iterations`` is 0, and
+    ``warnings`` says why, instead of a confident answer from the start
+    values. ``rater_names`` (one per column) and ``category_names`` (one per
+    category) name raters and labels in the warnings.
     """
     arr = as_rating_matrix(matrix)
     cats = as_categories(categories)
@@ -133,13 +181,35 @@ def dawid_skene(
     n_items, n_raters = arr.shape
     n_cats = cats.size
     idx = category_index(arr, cats)
+    names = list(rater_names) if rater_names is not None else [f"column {c + 1}" for c in range(n_raters)]
+    if len(names) != n_raters:
+        raise ValueError(f"rater_names has {len(names)} names for {n_raters} raters")
+    label_names = list(category_names) if category_names is not None else [f"{c:g}" for c in cats]
+    constant = _constant_raters(idx).tolist()
+    notes: list[str] = []
+    if constant:
+        said = ", ".join(f"{names[c]} (always {label_names[idx[idx[:, c] >= 0, c][0]]})" for c in constant)
+        notes.append(
+            f"Dawid–Skene: {len(constant)} rater(s) gave one label to every item they rated: {said}. Such answers "
+            "say nothing about which class an item is in, so these raters are left out of the fit."
+        )
+        idx = idx.copy()
+        idx[:, constant] = -1
+    informative = int(np.sum((idx >= 0).any(axis=0)))
+    if informative < MIN_INFORMATIVE_RATERS:
+        notes.append(
+            f"Dawid–Skene needs at least {MIN_INFORMATIVE_RATERS} raters who use more than one label; these data "
+            f"have {informative}, so no Dawid–Skene label is estimated (a fit would only echo its starting values)."
+        )
+        return _not_fitted(n_items, n_raters, cats, notes, constant)
     # Work on the list of given ratings (item, rater, label), so sparse
     # designs with many raters cost memory in proportion to the ratings.
     ii, rr = np.nonzero(idx >= 0)
     ll = idx[ii, rr]
     rater_label = rr * n_cats + ll
 
-    counts = category_counts(arr, cats).astype(float)
+    counts = np.zeros((n_items, n_cats))
+    np.add.at(counts, np.nonzero(idx >= 0)[0], np.eye(n_cats)[idx[idx >= 0]])
     rated = counts.sum(axis=1) > 0
     posterior = np.full((n_items, n_cats), 1.0 / n_cats)
     posterior[rated] = counts[rated] / counts[rated].sum(axis=1, keepdims=True)
@@ -176,11 +246,13 @@ def dawid_skene(
         if change < tol:
             converged = True
             break
-    notes = []
     if not converged:
-        notes.append(f"EM did not converge within {max_iter} iterations (last change {change:.2e})")
+        notes.append(f"Dawid–Skene: EM did not converge within {max_iter} iterations (last change {change:.2e})")
     if (~rated).any():
-        notes.append(f"{int((~rated).sum())} item(s) had no rating; their posterior is the prior")
+        left_out = " from a rater in the fit" if constant else ""
+        notes.append(
+            f"Dawid–Skene: {int((~rated).sum())} item(s) had no rating{left_out}; their posterior is the prior"
+        )
     best = np.argmax(posterior, axis=1)
     return DawidSkeneResult(
         categories=cats,
@@ -193,4 +265,5 @@ def dawid_skene(
         converged=converged,
         log_likelihood=log_lik,
         warnings=notes,
+        constant_raters=constant,
     )

@@ -121,6 +121,41 @@ class TestStudyAnalysisPage:
         assert "secret-model-0" in html
         assert "Dawid–Skene" in html
 
+    def test_dawid_skene_warnings_reach_the_page_and_the_json(self, owner_client, make_study):
+        study = make_study(task_type="binary", n_items=6, quota_per_item=10)
+        values = {"ann": [1, 0, 1, 1, 0, 0], "bob": [1, 0, 1, 0, 0, 1], "yes-man": [1, 1, 1, 1, 1, 1]}
+        options = [o["value"] for o in study.config["options"]]
+        for name, row in values.items():
+            rater = add_rater(study, name)
+            for item, code in zip(study.items.order_by("position"), row, strict=True):
+                judge(study, rater, item, {"label": options[code]})
+        response = owner_client.get(page_url(study))
+        html = response.content.decode()
+        assert 'id="dawid-skene-warnings"' in html
+        yes = options[1]  # the scale names a binary label by its value
+        assert f"yes-man (always {yes})" in html
+        assert "left out of the fit" in html
+        body = owner_client.get(f"/analysis/api/{study.slug}/agreement").json()
+        ds = body["dawid_skene"]
+        assert ds["left_out_raters"] == ["yes-man"]
+        assert ds["fitted"] is True
+        assert any(f"yes-man (always {yes})" in w for w in ds["warnings"])
+        assert set(ds["labels"]) == {item.external_id for item in study.items.all()}
+
+    def test_when_every_rater_gives_one_label_no_dawid_skene_label_is_shown(self, owner_client, make_study):
+        study = make_study(task_type="binary", n_items=4, quota_per_item=10)
+        first = study.config["options"][0]["value"]
+        for name in ("ann", "bob"):
+            rater = add_rater(study, name)
+            for item in study.items.all():
+                judge(study, rater, item, {"label": first})
+        response = owner_client.get(page_url(study))
+        assert [row["ds_label"] for row in response.context["aggregates"]] == [None] * 4
+        assert "no Dawid–Skene label is estimated" in response.content.decode()
+        ds = owner_client.get(f"/analysis/api/{study.slug}/agreement").json()["dawid_skene"]
+        assert ds["fitted"] is False
+        assert {v["label"] for v in ds["labels"].values()} == {None}
+
     def test_a_free_text_study_says_there_are_no_figures(self, owner_client, make_study):
         study = make_study(task_type="explanation", n_items=1)
         response = owner_client.get(page_url(study))

@@ -123,6 +123,26 @@ class TestDawidSkene:
         with pytest.raises(ValueError, match="outside the declared set"):
             dawid_skene(labels, categories=[0, 1, 2])
 
+    def test_a_rater_who_always_says_1_is_left_out_with_a_warning(self):
+        labels, truth = simulate_crowd(12, n_items=80, missing=0.0)
+        with_constant = np.column_stack([labels, np.ones(labels.shape[0])])
+        names = [f"r{c}" for c in range(with_constant.shape[1])]
+        ds = dawid_skene(with_constant, categories=[0, 1, 2, 3], rater_names=names)
+        alone = dawid_skene(labels, categories=[0, 1, 2, 3])
+        assert ds.constant_raters == [labels.shape[1]]
+        assert any(f"{names[-1]} (always 1)" in w and "left out of the fit" in w for w in ds.warnings)
+        # Leaving it out is exactly fitting without it: it could only have tilted the start values.
+        np.testing.assert_array_equal(ds.labels, alone.labels)
+        np.testing.assert_allclose(ds.posterior, alone.posterior, atol=1e-9)
+
+    def test_only_constant_raters_give_no_labels_rather_than_confident_ones(self):
+        # Before: labels all 1 at 99% confidence, from nothing but the starting values.
+        for matrix in (np.ones((30, 1)), np.ones((30, 3)), np.column_stack([[0, 1] * 15, np.ones(30)])):
+            ds = dawid_skene(matrix, categories=[0, 1])
+            assert not ds.fitted and ds.iterations == 0
+            assert np.isnan(ds.labels).all() and np.isnan(ds.confidence).all()
+            assert any("needs at least 2 raters who use more than one label" in w for w in ds.warnings)
+
     @settings(max_examples=10, deadline=None)
     @given(seed=st.integers(0, 10_000))
     def test_permuting_raters_does_not_change_the_labels(self, seed):
