@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -308,6 +308,38 @@ def _open_items(study: Study, rater: Rater, now: datetime, *, lapsed: bool = Tru
     return rows.filter(Q(places_taken__lt=study.quota_per_item) | Exists(expired))
 
 
+def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) -> list[tuple[int, int]]:
+    """(id, position) of ``_open_items`` at these positions: the walk's one lookup per batch.
+
+    Written in SQL: it runs for every new lease, and the ORM took longer to build
+    the query than the database took to answer it.
+    """
+    item, assignment, rater_table = (m._meta.db_table for m in (Item, Assignment, Rater))
+    marks = ", ".join(["%s"] * len(positions))
+    sql = (
+        f"SELECT i.id, i.position FROM {item} i WHERE i.study_id = %s AND i.is_attention_check = %s"  # noqa: S608
+        f" AND i.position IN ({marks})"
+        f" AND NOT EXISTS (SELECT 1 FROM {assignment} m WHERE m.rater_id = %s AND m.item_id = i.id)"
+    )
+    params: list = [study.pk, False, *positions, rater.pk]
+    if _takes_place(rater):
+        kinds = ", ".join(["%s"] * len(HUMAN_KINDS))
+        sql += (
+            f" AND (i.places_taken < %s OR EXISTS (SELECT 1 FROM {assignment} x JOIN {rater_table} r"  # noqa: S608
+            f" ON r.id = x.rater_id WHERE x.item_id = i.id AND x.state = %s AND x.lease_expires_at <= %s"
+            f" AND r.kind IN ({kinds})))"
+        )
+        params += [
+            study.quota_per_item,
+            Assignment.State.LEASED,
+            connection.ops.adapt_datetimefield_value(now),
+            *HUMAN_KINDS,
+        ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int]) -> Assignment | None:
     """Lease the first open item on the rest of the rater's walk, a batch of positions per query."""
     study, rater = enrollment.study, enrollment.rater
@@ -331,7 +363,7 @@ def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: lis
         if not batch:
             continue
         step_at = {position: s for s, position in batch}
-        rows = _open_items(study, rater, now).filter(position__in=list(step_at)).values_list("pk", "position")
+        rows = _open_at(study, rater, now, list(step_at))
         for item_id, position in sorted(rows, key=lambda row: (step_at[row[1]], row[0])):
             found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
             if found is not None:
