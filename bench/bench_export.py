@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Time and measure the study exports against a pandas ``DataFrame.to_excel`` baseline.
+"""Time and measure every study export beside bare references over the same rows.
 
-    .venv/bin/python bench/bench_export.py [--sizes 100000,1000000] [--raters 18] [--judges 2]
+    .venv/bin/python bench/bench_export.py [--sizes 100000,1000000] [--raters 18] [--judges 2] [--study ID]
 
 For every size N it builds one ordinal (0–3) study with N judgments straight
 into the database (``bulk_create`` and ``executemany``, no services): ``--raters`` crowd raters and
@@ -10,14 +10,26 @@ N / (raters + judges) items. The database is the one ``DATABASE_URL`` names
 (it must be a scratch database: the bench migrates it and adds a study), or
 by default a temporary SQLite file that is deleted afterwards.
 
+``--study ID`` measures an existing study instead of building one. After a
+build the bench runs ``ANALYZE`` (PostgreSQL), as autovacuum would soon after
+a real study filled up.
+
 Each measured phase then runs in its own child process, so its peak resident
 memory (``ru_maxrss`` from ``wait4``) is its own:
 
 * ``idle``      Django set up and nothing else: the floor under every figure;
-* ``workbook``  Funnybone's XLSX workbook (write-only openpyxl, chunked reads);
-* ``csv``       Funnybone's long-format CSV;
-* ``pandas``    the baseline: the same long-format rows read into a DataFrame
-                and written with ``DataFrame.to_excel`` (openpyxl engine).
+* ``csv``       the spreadsheet-safe long-format CSV;
+* ``csv_raw``   the analysis-grade CSV (values as stored);
+* ``jsonl``     JSON Lines;
+* ``parquet``   Parquet (typed columns);
+* ``workbook``  the XLSX workbook (xlsxwriter in constant memory, every sheet);
+* ``ref_csv``   reference: the same query's raw columns (JSON as text) through a
+                bare ``csv.writer``, no per-row work at all;
+* ``ref_xlsx``  reference: a bare xlsxwriter (constant memory) writing the two
+                big sheets from raw columns: the human ratings item by item
+                (items × raters) and the LLM judges' rows;
+* ``pandas``    (only when asked with ``--phases``) the old baseline: the rows in
+                a DataFrame written by ``DataFrame.to_excel`` (openpyxl engine).
 
 A phase that runs past ``--cap`` seconds is stopped and printed as skipped.
 """
@@ -37,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PHASES = ("idle", "workbook", "csv", "pandas")
+PHASES = ("idle", "csv", "ref_csv", "csv_raw", "jsonl", "parquet", "workbook", "ref_xlsx")
 BATCH = 10_000
 
 
@@ -194,14 +206,19 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
     if phase == "workbook":
         from ratings.exports.workbook import write_workbook
 
-        rows = write_workbook(study, str(target.with_suffix(".xlsx")))
         target = target.with_suffix(".xlsx")
-    elif phase == "csv":
-        from ratings.exports.csv_jsonl import write_csv
+        rows = write_workbook(study, str(target))
+    elif phase in ("csv", "csv_raw", "jsonl", "parquet"):
+        from ratings.exports.services import EXTENSIONS, write_export
 
+        target = target.with_suffix("." + EXTENSIONS[phase])
+        rows = write_export(study, phase, target)
+    elif phase == "ref_csv":
         target = target.with_suffix(".csv")
-        with open(target, "w", encoding="utf-8", newline="") as out:
-            rows = write_csv(study, out)
+        rows = _reference_csv(study, target)
+    elif phase == "ref_xlsx":
+        target = target.with_suffix(".xlsx")
+        rows = _reference_xlsx(study, target)
     elif phase == "pandas":
         import pandas as pd
 
@@ -227,6 +244,69 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
     seconds = time.perf_counter() - started
     size = target.stat().st_size if target.exists() else 0
     return {"seconds": seconds, "rows": rows, "bytes": size}
+
+
+def _raw_rows(study):
+    """The export's query with nothing done per row: JSON columns as their stored text."""
+    from ratings.exports.long_rows import _query
+    from ratings.exports.study_data import load_study, stream
+
+    return stream(_query(load_study(study)))
+
+
+def _reference_csv(study, target: Path) -> int:
+    import csv
+
+    n = 0
+    with open(target, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out)
+        for row in _raw_rows(study):
+            writer.writerow(row)
+            n += 1
+    return n
+
+
+def _reference_xlsx(study, target: Path) -> int:
+    import xlsxwriter
+
+    from annotation.models import Judgment
+    from ratings.exports.study_data import HUMAN_KINDS, load_study, stream
+
+    data = load_study(study)
+    humans = {r.pk: i for i, r in enumerate(data.humans)}
+    book = xlsxwriter.Workbook(str(target), {"constant_memory": True})
+    ratings = book.add_worksheet("Ratings")
+    ratings.write_row(0, 0, ["Item", *[r.label for r in data.humans]])
+    n = 0
+    row, current, cells = 0, None, []
+    human_rows = (
+        Judgment.objects.filter(study=study, rater__kind__in=HUMAN_KINDS)
+        .order_by("item__position", "item_id", "rater_id")
+        .values_list("item__external_id", "rater_id", "value__rating")
+    )
+    for external_id, rater_id, rating in stream(human_rows):
+        n += 1
+        if external_id != current:
+            if current is not None:
+                ratings.write_row(row, 0, cells)
+            row, current, cells = row + 1, external_id, [external_id] + [None] * len(humans)
+        cells[1 + humans[rater_id]] = rating
+    if current is not None:
+        ratings.write_row(row, 0, cells)
+    judges = book.add_worksheet("LLM judgments")
+    judge_rows = (
+        Judgment.objects.filter(study=study)
+        .exclude(rater__kind__in=HUMAN_KINDS)
+        .order_by("rater_id", "item__position", "id")
+        .values_list(
+            "rater_id", "item__external_id", "status", "value__rating", "duration_ms", "provenance__raw_response"
+        )
+    )
+    for i, values in enumerate(stream(judge_rows), start=1):
+        judges.write_row(i, 0, values)
+        n += 1
+    book.close()
+    return n
 
 
 def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
@@ -259,7 +339,7 @@ def main() -> None:
     parser.add_argument("--cap", type=float, default=900.0, help="seconds before a phase is stopped")
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--phase", help=argparse.SUPPRESS)
-    parser.add_argument("--study", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--study", type=int, help="measure this existing study instead of building one")
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -278,12 +358,26 @@ def main() -> None:
     engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
     call_command("migrate", verbosity=0)
     phases = [p for p in args.phases.split(",") if p]
-    print(f"database: {engine}; raters per item: {args.raters} human + {args.judges} LLM; cap {args.cap:.0f}s")
+    print(
+        f"database: {engine}; raters per item: {args.raters} human + {args.judges} LLM; cap {args.cap:.0f}s; "
+        f"{os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'judgments':>10} {'phase':>9} {'seconds':>9} {'peak MB':>9} {'rows':>9} {'file MB':>8}")
-    for size in (int(s) for s in args.sizes.split(",")):
-        started = time.perf_counter()
-        study_id = build(size, args.raters, args.judges)
-        print(f"{size:>10} {'build':>9} {time.perf_counter() - started:>9.1f}")
+    studies = [(None, args.study)] if args.study else [(int(s), None) for s in args.sizes.split(",")]
+    for size, study_id in studies:
+        if study_id is None:
+            started = time.perf_counter()
+            study_id = build(size, args.raters, args.judges)
+            if engine == "postgresql":
+                from django.db import connection
+
+                with connection.cursor() as cursor:
+                    cursor.execute("ANALYZE")
+            print(f"{size:>10} {'build':>9} {time.perf_counter() - started:>9.1f}")
+        else:
+            from annotation.models import Judgment
+
+            size = Judgment.objects.filter(study_id=study_id).count()
         for phase in phases:
             result = measure(phase, study_id, scratch, args.cap)
             if "skipped" in result:

@@ -27,7 +27,7 @@ from annotation.models import Study
 from .long_rows import COLUMNS, Cells, judgment_rows
 from .study_data import load_study
 
-ROW_GROUP = 100_000
+ROW_GROUP = 25_000
 SCHEMA_VERSION = "1"
 Progress = Callable[[int], None]
 
