@@ -21,7 +21,9 @@ class Submitted:
 
 
 def _candidate_keys(assignment: Assignment) -> list[str]:
-from .assignment import candidate_keys, take_place
+    if get_task_type(assignment.study.task_type).candidates[1] == 0:
+        return []  # the importer refuses candidates for this task type: nothing to query
+    return candidate_keys(assignment.item)
 
 
 def clean_value(*, assignment: Assignment, value: Any) -> Any:
