@@ -146,6 +146,9 @@ def gunicorn(
         f"127.0.0.1:{port}",
         "--graceful-timeout",
         "10",
+        # gunicorn 27 otherwise binds one control socket per user (~/.gunicorn/gunicorn.ctl):
+        # servers started side by side (tests, benches, another checkout) would share it.
+        "--no-control-socket",
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as log_file:

@@ -44,6 +44,7 @@ urlpatterns = [
     path("runs/<int:pk>/", judging_ops.RunDetail.as_view(), name="run_detail"),
     path("runs/<int:pk>/cancel/", judging_ops.RunCancel.as_view(), name="run_cancel"),
     path("runs/<int:pk>/resume/", judging_ops.RunResume.as_view(), name="run_resume"),
+    path("runs/<int:pk>/retry-failed/", judging_ops.RunRetryFailed.as_view(), name="run_retry_failed"),
     path("tournaments/", judging.TournamentsApi.as_view(), name="tournament_list"),
     path("tournaments/<int:pk>/", judging.TournamentApi.as_view(), name="tournament_detail"),
     path("tournaments/<int:pk>/cancel/", judging.TournamentCancelApi.as_view(), name="tournament_cancel"),

@@ -42,6 +42,7 @@ SUCCESSORS = {
     "judging-api-run": "v1:run_detail",
     "judging-api-run-cancel": "v1:run_cancel",
     "judging-api-run-resume": "v1:run_resume",
+    "judging-api-run-retry-failed": "v1:run_retry_failed",
     "judging-api-templates": "v1:template_list",
     "judging-api-generators": "v1:generator_list",
     "judging-api-generator": "v1:generator_detail",

@@ -247,6 +247,7 @@ MATRIX: dict[str, Route] = {
     "v1:run_detail": Route(API, ("GET",), lambda w: {"pk": w.run.pk}),
     "v1:run_cancel": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "v1:run_resume": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
+    "v1:run_retry_failed": Route(API, ("POST",), lambda w: {"pk": w.run.pk}),
     "v1:tournament_list": Route(API, ("GET", "POST"), scope=GLOBAL),
     "v1:tournament_detail": Route(API, ("GET",), lambda w: {"pk": w.tournament.pk}),
     "v1:tournament_cancel": Route(API, ("POST",), lambda w: {"pk": w.tournament.pk}),
