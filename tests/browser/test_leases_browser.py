@@ -5,10 +5,11 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Assignment, Judgment
-from annotation.services.assignment import next_assignment
+from annotation.models import Assignment, Item, Judgment
+from annotation.services.assignment import next_assignment, take_place
 from annotation.services.enrollment import enroll_crowdworker
 from tests.conftest import build_study
 
@@ -92,14 +93,19 @@ def test_a_page_whose_item_went_to_someone_else_is_told_so(live_server, browser_
     # As if the laptop slept past the lease and someone else took and answered the item.
     Assignment.objects.filter(pk=held).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     other = enroll_crowdworker(study=study, participant_id="took-it")
-    Assignment.objects.create(
-        study=study,
-        item_id=Assignment.objects.get(pk=held).item_id,
-        rater=other.rater,
-        state=Assignment.State.DONE,
-        leased_at=timezone.now(),
-        lease_expires_at=timezone.now(),
-    )
+    # Taken the way the answer path takes a lapsed item's place: under the item's lock, the
+    # expired lease released and its place given to the other worker.
+    with transaction.atomic():
+        item = Item.objects.select_for_update().get(pk=Assignment.objects.get(pk=held).item_id)
+        assert take_place(item, study.quota_per_item, timezone.now())
+        Assignment.objects.create(
+            study=study,
+            item_id=item.pk,
+            rater=other.rater,
+            state=Assignment.State.DONE,
+            leased_at=timezone.now(),
+            lease_expires_at=timezone.now(),
+        )
     alert = page.locator(".lease-lost")
     alert.wait_for(timeout=10_000)
     assert "went to someone else" in alert.inner_text()

@@ -172,29 +172,33 @@ def running_site(
     }
     proxy_port = free_port() if production else None
     # tests/conftest.py sets this for Playwright; a production process must not inherit it
-    # (check --deploy refuses it, rightly). Gone while the site runs, back afterwards.
-    saved_async_unsafe = os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None) if production else None
-    try:
-        if production:
-            env.update(
-                {
-                    "FUNNYBONE_PRODUCTION": "1",
-                    "DEBUG": "0",
-                    "SECRET_KEY": "live-test-" + os.urandom(24).hex(),
-                    "ALLOWED_HOSTS": "localhost",
-                    "CSRF_TRUSTED_ORIGINS": f"https://localhost:{proxy_port}",
-                    "FUNNYBONE_HTTPS": "1",
-                    "FUNNYBONE_TRUSTED_PROXY_COUNT": "1",
-                    "FUNNYBONE_MANIFEST_STATIC": "1",
-                }
+    # (check --deploy refuses it, rightly). Gone while the site's processes start, back at once
+    # after: the test itself still reads the database while Playwright's event loop runs.
+    with contextlib.ExitStack() as stack:
+        saved_async_unsafe = os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None) if production else None
+        try:
+            if production:
+                env.update(
+                    {
+                        "FUNNYBONE_PRODUCTION": "1",
+                        "DEBUG": "0",
+                        "SECRET_KEY": "live-test-" + os.urandom(24).hex(),
+                        "ALLOWED_HOSTS": "localhost",
+                        "CSRF_TRUSTED_ORIGINS": f"https://localhost:{proxy_port}",
+                        "FUNNYBONE_HTTPS": "1",
+                        "FUNNYBONE_TRUSTED_PROXY_COUNT": "1",
+                        "FUNNYBONE_MANIFEST_STATIC": "1",
+                    }
+                )
+                manage({**os.environ, **env}, "collectstatic", "--noinput", "-v", "0")
+                manage({**os.environ, **env}, "check", "--deploy", "--fail-level", "WARNING")
+            site = stack.enter_context(
+                _site(tmp_path, tmp_path_factory, env=env, proxy_port=proxy_port, data_dir=data_dir)
             )
-            manage({**os.environ, **env}, "collectstatic", "--noinput", "-v", "0")
-            manage({**os.environ, **env}, "check", "--deploy", "--fail-level", "WARNING")
-        with _site(tmp_path, tmp_path_factory, env=env, proxy_port=proxy_port, data_dir=data_dir) as site:
-            yield site
-    finally:
-        if saved_async_unsafe is not None:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = saved_async_unsafe
+        finally:
+            if saved_async_unsafe is not None:
+                os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = saved_async_unsafe
+        yield site
 
 
 @contextlib.contextmanager
