@@ -2,8 +2,10 @@
 """``funnybone analyze``: the installable analysis tool, run with no Django project, settings or database."""
 
 import csv
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -150,3 +152,44 @@ class TestPackaging:
         }
         assert {"numpy", "scipy", "openpyxl"} <= names
         assert "django" not in names
+
+    def test_pip_install_gives_a_funnybone_command_that_analyses_without_the_project(self, tmp_path):
+        """Install the project as a researcher would (a copy of the sources, its own venv) and run the command."""
+        source = tmp_path / "funnybone-src"
+        skip = shutil.ignore_patterns(".*", "var", "tests", "bench", "docs", "build", "*.egg-info", "__pycache__")
+        shutil.copytree(ROOT, source, ignore=skip)
+        target = tmp_path / "site"
+        # Installed beside this interpreter's packages (numpy, scipy, openpyxl) with --no-deps: nothing comes
+        # from the network, and the test above checks what the project declares.
+        isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+        install = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *isolation, "--target", str(target)]
+            + [str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert install.returncode == 0, install.stderr
+        path = write_csv(tmp_path / "scale.csv", RATINGS)
+        env = {**bare_env(), "PYTHONPATH": str(target)}
+        done = subprocess.run(
+            [str(target / "bin" / "funnybone"), "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2", "--json"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["n_items"] == 5 and report["n_raters"] == 3
+        # The installed copy answered, not the checkout.
+        where = subprocess.run(
+            [sys.executable, "-c", "import ratings.cli; print(ratings.cli.__file__)"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert where.stdout.startswith(str(target))
