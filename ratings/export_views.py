@@ -27,10 +27,10 @@ from rest_framework.response import Response
 
 from annotation.access import get_owned_or_404, owned_study_or_404
 from annotation.models import Study
-from ratings.exports.csv_jsonl import stream_csv, stream_csv_raw, stream_jsonl
 from ratings.exports.parquet import write_parquet
 from ratings.exports.services import (
     CONTENT_TYPES,
+    TEXT_STREAMS,
     clean_subset,
     export_create,
     export_file_path,
@@ -95,8 +95,7 @@ def _direct(study: Study, fmt: str, subset: list[int]) -> HttpResponse:
         writer(study, buffer, rater_subset=subset)
         buffer.seek(0)
         return FileResponse(buffer, as_attachment=True, filename=filename, content_type=CONTENT_TYPES[fmt])
-    streams = {Export.Format.CSV: stream_csv, Export.Format.CSV_RAW: stream_csv_raw, Export.Format.JSONL: stream_jsonl}
-    response = StreamingHttpResponse(streams[fmt](study, rater_subset=subset), content_type=CONTENT_TYPES[fmt])
+    response = StreamingHttpResponse(TEXT_STREAMS[fmt](study, rater_subset=subset), content_type=CONTENT_TYPES[fmt])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

@@ -291,25 +291,23 @@ def _attention_check(study: Study, rater: Rater) -> Item | None:
     return Item.objects.get(pk=pk)
 
 
-def _open_items(study: Study, rater: Rater, now: datetime, *, lapsed: bool = True) -> QuerySet[Item]:
-    """Regular items the rater has not seen that have room for them.
+def _with_room(study: Study, rater: Rater) -> QuerySet[Item]:
+    """Regular items the rater has not seen that have a free place for them (any, for a preview).
 
-    With ``lapsed``, also full ones that an expired lease would free; without,
-    the query can be a range of the index of items with room.
+    A range of the index of items with room. ``_open_at`` asks the same of a
+    few positions, and also takes the items an expired lease would free.
     """
     rows = Item.objects.filter(study=study, is_attention_check=False).filter(
         ~Exists(Assignment.objects.filter(rater=rater, item=OuterRef("pk")))
     )
     if not _takes_place(rater):
         return rows
-    if not lapsed:
-        return rows.filter(places_taken__lt=study.quota_per_item)
-    expired = Assignment.objects.filter(_expired_leases(now), item=OuterRef("pk"))
-    return rows.filter(Q(places_taken__lt=study.quota_per_item) | Exists(expired))
+    return rows.filter(places_taken__lt=study.quota_per_item)
 
 
 def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) -> list[tuple[int, int]]:
-    """(id, position) of ``_open_items`` at these positions: the walk's one lookup per batch.
+    """(id, position) of the regular items at these positions that the rater has not seen and
+    that have room for them, or will once an expired lease is released: the walk's one lookup per batch.
 
     Written in SQL: it runs for every new lease, and the ORM took longer to build
     the query than the database took to answer it.
@@ -384,8 +382,9 @@ def _after_walk(enrollment: Enrollment, sequence: int, now: datetime, passed_ove
     so the cost follows the items left, not the study's size.
     """
     study, rater = enrollment.study, enrollment.rater
-    open_items = _open_items(study, rater, now, lapsed=False)
-    rows = set(open_items.order_by("places_taken", "position").values_list("pk", "position")[:AFTER_WALK_BATCH])
+    rows = set(
+        _with_room(study, rater).order_by("places_taken", "position").values_list("pk", "position")[:AFTER_WALK_BATCH]
+    )
     if _takes_place(rater):
         # Full items whose places an expired lease still holds (not in the room index).
         lapsed = (

@@ -40,7 +40,7 @@ from annotation.jobs import (
 from annotation.models import Judgment, Rater, Study, counted_raters
 from ratings.models import Export
 
-from .csv_jsonl import write_csv, write_csv_raw, write_jsonl
+from .csv_jsonl import stream_csv, stream_csv_raw, stream_jsonl, write_csv, write_csv_raw, write_jsonl
 from .parquet import write_parquet
 from .workbook import write_workbook
 
@@ -73,6 +73,12 @@ TEXT_WRITERS: dict[str, Callable[..., int]] = {
     Export.Format.CSV: write_csv,
     Export.Format.CSV_RAW: write_csv_raw,
     Export.Format.JSONL: write_jsonl,
+}
+# Text formats as an iterator of text, for a streaming HTTP response: stream(study, rater_subset=...).
+TEXT_STREAMS: dict[str, Callable[..., Iterable[str]]] = {
+    Export.Format.CSV: stream_csv,
+    Export.Format.CSV_RAW: stream_csv_raw,
+    Export.Format.JSONL: stream_jsonl,
 }
 
 
