@@ -238,17 +238,26 @@ def _item_rows(study: Study, offset: int, limit: int | None) -> list[ItemProgres
         f" WHERE a.study_id = %s AND a.state = %s AND r.kind IN ({', '.join(['%s'] * len(HUMAN_KINDS))})"
     )
     leased_params = [study.pk, Assignment.State.LEASED, *HUMAN_KINDS]
+    # The unleased items in index order, only as far as this page reaches (the whole list without a limit).
+    walked = (
+        f"SELECT i.id, i.external_id, i.position, i.places_taken AS done FROM {item} i"  # noqa: S608 - fixed text
+        f" WHERE i.study_id = %s AND NOT i.is_attention_check AND i.id NOT IN ({leased})"
+        " ORDER BY i.places_taken, i.position, i.id"
+    )
+    params: list = [study.pk, *leased_params]
+    if limit is not None:
+        walked += " LIMIT %s"
+        params.append(offset + max(limit, 0))
     sql = (
         f"SELECT id, external_id, done FROM ("  # noqa: S608 - table names and placeholders only
-        f" SELECT i.id, i.external_id, i.position, i.places_taken AS done FROM {item} i"
-        f"  WHERE i.study_id = %s AND i.is_attention_check = %s AND i.id NOT IN ({leased})"
+        f" SELECT * FROM ({walked}) walked"
         f" UNION ALL"
         f" SELECT i.id, i.external_id, i.position, i.places_taken - l.n AS done FROM {item} i"
         f"  JOIN (SELECT item_id, COUNT(*) AS n FROM ({leased}) held GROUP BY item_id) l ON l.item_id = i.id"
-        f"  WHERE i.is_attention_check = %s"
+        f"  WHERE NOT i.is_attention_check"
         f") rows ORDER BY done, position, id"
     )
-    params: list = [study.pk, False, *leased_params, *leased_params, False]
+    params += leased_params
     if limit is not None:
         sql += " LIMIT %s OFFSET %s"
         params += [max(limit, 0), offset]
