@@ -360,6 +360,8 @@ class Judgment(models.Model):
             models.Index(fields=["item", "status"]),
             # A rater's judgments in one study: the annotator's progress and attention checks.
             models.Index(fields=["rater", "study"], name="judgment_rater_study_idx"),
+            # A rater's answers given faster than the study's minimum: the progress page's "too fast".
+            models.Index(fields=["rater", "study"], condition=Q(too_fast=True), name="judgment_too_fast_idx"),
         ]
 
     def __str__(self) -> str:

@@ -1,18 +1,33 @@
 """Reads for the researcher pages and the API: studies, items, judgments and progress.
 
-Every count here is derived from the rows themselves by aggregate queries;
-nothing reads a stored counter.
+Every count here is derived from the rows themselves by aggregate queries,
+except the progress page's per-item counts, which read ``Item.places_taken``
+(kept exactly under the item lock by services.assignment) and correct it by
+the open leases; see ``_item_totals``.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db import connection
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Least
 
 from .access import owned_by
-from .models import HUMAN_KINDS, Enrollment, Item, ItemImport, Judgment, Study, counted_raters
+from .models import (
+    COUNTED_KINDS,
+    HUMAN_KINDS,
+    Assignment,
+    Enrollment,
+    Item,
+    ItemImport,
+    Judgment,
+    Rater,
+    Study,
+    counted_raters,
+)
+from .services.assignment import takes_place
 
 
 def _count_per_study(rows: QuerySet) -> Coalesce:
@@ -118,18 +133,33 @@ class StudyProgress:
 
 
 def _enrollments_with_counts(study: Study) -> QuerySet[Enrollment]:
-    in_study = Q(rater__judgments__study=study)
+    """The study's counted enrollments with each rater's counts, as correlated subqueries.
+
+    Slice this before reading it: each count is then computed for the rows of
+    the page only, each through an index (``judgment_rater_study_idx`` for
+    the rater's judgments and those too fast, the few attention-check items
+    for the checks), never by grouping every judgment of the study.
+    """
+    mine = Judgment.objects.filter(rater=OuterRef("rater_id"), study=OuterRef("study_id"))
+    on_checks = mine.filter(item__in=Item.objects.filter(study=OuterRef(OuterRef("study_id")), is_attention_check=True))
     return (
         Enrollment.objects.filter(counted_raters(), study=study)
         .select_related("rater")
         .annotate(
-            n_judged=Count("rater__judgments", filter=in_study & Q(rater__judgments__item__is_attention_check=False)),
-            n_passed=Count("rater__judgments", filter=in_study & Q(rater__judgments__attention_passed=True)),
-            n_failed=Count("rater__judgments", filter=in_study & Q(rater__judgments__attention_passed=False)),
-            n_too_fast=Count("rater__judgments", filter=in_study & Q(rater__judgments__too_fast=True)),
+            n_all=_count(mine),
+            n_checks=_count(on_checks),
+            n_passed=_count(on_checks.filter(attention_passed=True)),
+            n_failed=_count(on_checks.filter(attention_passed=False)),
+            n_too_fast=_count(mine.filter(too_fast=True)),
         )
         .order_by("created_at", "id")
     )
+
+
+def _count(rows: QuerySet) -> Coalesce:
+    """``rows.count()`` as a scalar subquery, to read several counts in one query."""
+    counted = rows.order_by().annotate(_one=Value(1)).values("_one").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted), 0)
 
 
 def _rater_row(e: Enrollment) -> RaterProgress:
@@ -137,7 +167,7 @@ def _rater_row(e: Enrollment) -> RaterProgress:
         rater_id=e.rater_id,
         name=str(e.rater),
         kind=e.rater.kind,
-        judgments=e.n_judged,
+        judgments=e.n_all - e.n_checks,
         attention_passed=e.n_passed,
         attention_failed=e.n_failed,
         too_fast=e.n_too_fast,
@@ -150,15 +180,95 @@ def _rater_row(e: Enrollment) -> RaterProgress:
     )
 
 
-def _items_with_counts(study: Study) -> QuerySet[Item]:
-    return Item.objects.filter(study=study, is_attention_check=False).annotate(
-        done=Count("judgments", filter=Q(judgments__rater__kind__in=HUMAN_KINDS))
-    )
-
-
 def _page(rows: QuerySet, offset: int, limit: int | None) -> QuerySet:
     offset = max(offset, 0)
     return rows[offset:] if limit is None else rows[offset : offset + max(limit, 0)]
+
+
+# An item's human judgments are its people's done assignments (a person's judgment and the
+# DONE state of its assignment are written together, by judgment_submit or the importer), and
+# ``Item.places_taken`` counts people's assignments that are leased or done. So
+#     done = places_taken - (people's leases on the item, expired or not),
+# and only the few items with an open lease need more than their places_taken. The leases
+# come from ``assignment_open_lease_idx``; places_taken from ``item_room_idx``.
+
+
+def _leases_on(study: Study) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(takes_place(), study=study, state=Assignment.State.LEASED)
+
+
+def _item_totals(study: Study) -> dict[str, int]:
+    """items_total, items_complete, items_started and judgments_done, from places_taken and the open leases."""
+    quota = study.quota_per_item
+    regular = Item.objects.filter(study=study, is_attention_check=False)
+    # Count("places_taken"), not Count("pk"): the index holds places_taken, so the count reads the index alone.
+    stored = regular.aggregate(
+        items_total=Count("places_taken"),
+        items_complete=Count("places_taken", filter=Q(places_taken__gte=quota)),
+        items_started=Count("places_taken", filter=Q(places_taken__gt=0)),
+        judgments_done=Coalesce(Sum(Least("places_taken", Value(quota))), 0),
+    )
+    leases = _leases_on(study).filter(item=OuterRef("pk"))
+    leased = regular.filter(pk__in=_leases_on(study).values("item_id")).annotate(
+        done=F("places_taken") - _count(leases)
+    )
+    # What each leased item adds once its leases are taken off: the difference from its stored count.
+    fix = leased.aggregate(
+        items_complete=Count("pk", filter=Q(done__gte=quota)) - Count("pk", filter=Q(places_taken__gte=quota)),
+        items_started=Count("pk", filter=Q(done__gt=0)) - Count("pk", filter=Q(places_taken__gt=0)),
+        judgments_done=Coalesce(Sum(Least("done", Value(quota))), 0)
+        - Coalesce(Sum(Least("places_taken", Value(quota))), 0),
+    )
+    return {key: value + fix.get(key, 0) for key, value in stored.items()}
+
+
+def _item_rows(study: Study, offset: int, limit: int | None) -> list[ItemProgress]:
+    """One page of regular items, least judged first (ties in import order), walked from the index.
+
+    The items without a lease are read in ``item_room_idx`` order, so a page
+    costs its offset plus its length; the few leased ones are merged in with
+    their leases taken off.
+    """
+    quota = study.quota_per_item
+    offset = max(offset, 0)
+    item, assignment = Item._meta.db_table, Assignment._meta.db_table
+    rater = Rater._meta.db_table
+    leased = (
+        f"SELECT a.item_id FROM {assignment} a JOIN {rater} r ON r.id = a.rater_id"  # noqa: S608 - fixed text
+        f" WHERE a.study_id = %s AND a.state = %s AND r.kind IN ({', '.join(['%s'] * len(HUMAN_KINDS))})"
+    )
+    leased_params = [study.pk, Assignment.State.LEASED, *HUMAN_KINDS]
+    # The unleased items in index order, only as far as this page reaches (the whole list without a limit).
+    walked = (
+        f"SELECT i.id, i.external_id, i.position, i.places_taken AS done FROM {item} i"  # noqa: S608 - fixed text
+        f" WHERE i.study_id = %s AND NOT i.is_attention_check AND i.id NOT IN ({leased})"
+        " ORDER BY i.places_taken, i.position, i.id"
+    )
+    params: list = [study.pk, *leased_params]
+    if limit is not None:
+        walked += " LIMIT %s"
+        params.append(offset + max(limit, 0))
+    sql = (
+        f"SELECT id, external_id, done FROM ("  # noqa: S608 - table names and placeholders only
+        f" SELECT * FROM ({walked}) walked"
+        f" UNION ALL"
+        f" SELECT i.id, i.external_id, i.position, i.places_taken - l.n AS done FROM {item} i"
+        f"  JOIN (SELECT item_id, COUNT(*) AS n FROM ({leased}) held GROUP BY item_id) l ON l.item_id = i.id"
+        f"  WHERE NOT i.is_attention_check"
+        f") rows ORDER BY done, position, id"
+    )
+    params += leased_params
+    if limit is not None:
+        sql += " LIMIT %s OFFSET %s"
+        params += [max(limit, 0), offset]
+    elif offset:
+        sql += " LIMIT -1 OFFSET %s" if connection.vendor == "sqlite" else " OFFSET %s"
+        params.append(offset)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [
+            ItemProgress(item_id=pk, external_id=ext, done=done, quota=quota) for pk, ext, done in cursor.fetchall()
+        ]
 
 
 def study_progress(
@@ -171,32 +281,25 @@ def study_progress(
 ) -> StudyProgress:
     """Judgments per item against the quota, per rater, and overall completion.
 
-    The totals are aggregates the database computes over every item and
-    rater; only the requested page of rows is read into memory, so a study
-    of a million items costs the same few queries as a small one.
+    The totals are aggregates over indexes (each item's ``places_taken``, the
+    study's open leases, the judges' judgments by rater); only the requested
+    page of item and rater rows is read, walked from indexes, so the page costs
+    the same few queries for a million items as for twenty, and no query
+    groups the study's judgments.
     """
     quota = study.quota_per_item
-    per_item = _items_with_counts(study)
-    totals = per_item.aggregate(
-        items_total=Count("pk"),
-        items_complete=Count("pk", filter=Q(done__gte=quota)),
-        items_started=Count("pk", filter=Q(done__gt=0)),
-        judgments_done=Coalesce(Sum(Least("done", Value(quota))), 0),
-    )
+    totals = _item_totals(study)
     raters = Enrollment.objects.filter(counted_raters(), study=study).aggregate(
         raters_total=Count("pk"),
         raters_completed=Count("pk", filter=Q(completed_at__isnull=False)),
         raters_excluded=Count("pk", filter=Q(excluded=True)),
     )
-    item_rows = _page(per_item.order_by("done", "external_id", "pk"), item_offset, item_limit)
+    judges = Rater.objects.filter(kind__in=COUNTED_KINDS).exclude(kind__in=HUMAN_KINDS)
     return StudyProgress(
         quota=quota,
         judgments_needed=totals["items_total"] * quota,
-        judge_judgments=study.judgments.filter(counted_raters()).exclude(rater__kind__in=HUMAN_KINDS).count(),
-        items=[
-            ItemProgress(item_id=pk, external_id=external_id, done=done, quota=quota)
-            for pk, external_id, done in item_rows.values_list("pk", "external_id", "done")
-        ],
+        judge_judgments=Judgment.objects.filter(study=study, rater__in=judges).count(),
+        items=_item_rows(study, item_offset, item_limit),
         raters=[_rater_row(e) for e in _page(_enrollments_with_counts(study), rater_offset, rater_limit)],
         **totals,
         **raters,
@@ -216,10 +319,6 @@ from collections import defaultdict as _defaultdict  # noqa: E402
 from dataclasses import dataclass as _dataclass  # noqa: E402
 
 from django.db import connection as _connection  # noqa: E402
-from django.db.models import Count as _Count  # noqa: E402
-from django.db.models import Subquery as _Subquery  # noqa: E402
-from django.db.models import Value as _Value  # noqa: E402
-from django.db.models.functions import Coalesce as _Coalesce  # noqa: E402
 
 from .models import Assignment as _Assignment  # noqa: E402
 from .models import Enrollment as _Enrollment  # noqa: E402
@@ -277,10 +376,7 @@ class AnnotatorProgress:
         return round(100 * self.done / self.expected) if self.expected else 0
 
 
-def _count_of(queryset) -> _Coalesce:
-    """``queryset.count()`` as a scalar subquery, to read several counts in one query."""
-    counted = queryset.order_by().annotate(_one=_Value(1)).values("_one").annotate(n=_Count("*")).values("n")
-    return _Coalesce(_Subquery(counted), 0)
+_count_of = _count  # the annotator side below names it so
 
 
 def annotator_progress(*, enrollment: _Enrollment) -> AnnotatorProgress:

@@ -57,6 +57,7 @@ def build(n_items: int) -> int:
     from django.utils import timezone
 
     from annotation.models import Assignment, Candidate, Enrollment, Item, Judgment, Rater, Study
+    from annotation.services.assignment import places_add
 
     owner, _ = get_user_model().objects.get_or_create(username="bench-bounded")
     stamp = f"{n_items}-{int(time.time())}"
@@ -106,6 +107,7 @@ def build(n_items: int) -> int:
             )
             if not all(a.pk for a in assignments):
                 assignments = list(Assignment.objects.filter(item__in=judged, rater=rater))
+            places_add(assignments)  # the places these done answers take, as the service counts them
             Judgment.objects.bulk_create(
                 Judgment(
                     assignment=a,

@@ -173,6 +173,8 @@ def build(n_judgments: int, n_raters: int, n_judges: int, seed: int = 7) -> int:
                 ],
                 rows,
             )
+    # Every person holds a done place on every item, as services.assignment would have counted them.
+    Item.objects.filter(study=study, is_attention_check=False).update(places_taken=len(humans))
     return study.pk
 
 

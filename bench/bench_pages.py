@@ -98,6 +98,9 @@ def main() -> int:
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--study", type=int, help="reuse a study this bench built before")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--plain-only", action="store_true", help="only the pages that are not stored reports (no worker runs)"
+    )
     args = parser.parse_args()
 
     _django()
@@ -157,6 +160,8 @@ def main() -> int:
             ("alignment", f"/alignment/{study.slug}/"),
             ("judge comparison", f"/alignment/{study.slug}/judges/"),
         ]
+        if args.plain_only:
+            report_pages = []
         rows: list[tuple[str, str, str, str, str]] = []
         for name, url in plain_pages:
             times, status = [], 0
@@ -184,8 +189,18 @@ def main() -> int:
                 )
             )
         # A poll of the analysis page once the figures are stored (what htmx sends every 2 s while computing).
-        poll = [timed(client, f"/analysis/{study.slug}/?poll=1", headers={"HX-Request": "true"})[0] for _ in range(3)]
-        rows.append(("analysis poll (htmx)", "", "", f"{statistics.median(poll):.3f}", "200"))
+        if report_pages:
+            poll = [
+                timed(client, f"/analysis/{study.slug}/?poll=1", headers={"HX-Request": "true"})[0] for _ in range(3)
+            ]
+            rows.append(("analysis poll (htmx)", "", "", f"{statistics.median(poll):.3f}", "200"))
+        # The progress page's htmx poll (every 5 s while it is open) and a deep page of its item rows.
+        for name, url, headers in (
+            ("progress poll (htmx)", f"/studies/{study.pk}/progress/", {"HX-Request": "true"}),
+            ("progress, item page 100", f"/studies/{study.pk}/progress/?page=100", {}),
+        ):
+            times = [timed(client, url, headers=headers)[0] for _ in range(args.repeat)]
+            rows.append((name, "", "", f"{statistics.median(times):.3f}", "200"))
 
     print(f"\nbare Django view (login, one query): {bare_s * 1000:.1f} ms median of {len(bare)}")
     header = ("page", "first visit s", "worker s", "read s", "status")
