@@ -50,7 +50,7 @@ def platform_text(text: str) -> str:
 
 
 def in_language(find_config: Callable[..., dict[str, Any] | None]) -> Callable:
-    """Run a view in the language ``annotator_language`` picks from ``find_config(**view_kwargs)``.
+    """Run a view in the language ``annotator_language`` picks from ``find_config(request, **view_kwargs)``.
 
     The language is only active while the view runs (and its templates render), so
     nothing carries over to the next request this thread serves; the response says it.
@@ -59,7 +59,7 @@ def in_language(find_config: Callable[..., dict[str, Any] | None]) -> Callable:
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            language = annotator_language(find_config(**kwargs))
+            language = annotator_language(find_config(request, **kwargs))
             with translation.override(language):
                 request.LANGUAGE_CODE = language
                 response = view(request, *args, **kwargs)

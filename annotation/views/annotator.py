@@ -99,9 +99,16 @@ def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment
     return enrollment
 
 
+# Where ``_study_config`` leaves the enrollment it read, for the view it runs before.
+READ_ENROLLMENT = "_funnybone_read_enrollment"
+
+
 def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study, Enrollment] | HttpResponse:
-    # Every annotator request comes here: the study is read with the enrollment when there is one.
-    enrollment = _enrollment_in_session(request, entry_token)
+    # Every annotator request comes here: the study is read with the enrollment when there is one,
+    # once per request (the language decorator has usually read it already).
+    token, enrollment = getattr(request, READ_ENROLLMENT, (None, None))
+    if token != entry_token:
+        enrollment = _enrollment_in_session(request, entry_token)
     if enrollment is not None:
         return enrollment.study, enrollment
     get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
@@ -136,12 +143,20 @@ def _language(study: Study) -> str:
     return items_language(study.config)
 
 
-def _study_config(entry_token: str, **_kwargs: Any) -> dict[str, Any] | None:
-    """The config (and so the language) of the study an annotator URL names; None when there is none."""
+def _study_config(request: HttpRequest, entry_token: str, **_kwargs: Any) -> dict[str, Any] | None:
+    """The config (and so the language) of the study an annotator URL names; None when there is none.
+
+    A participant with a session has their enrollment read here, with its study, and kept on the
+    request for ``_study_and_enrollment``: the language costs no query of its own on the answer path.
+    """
+    enrollment = _enrollment_in_session(request, entry_token)
+    setattr(request, READ_ENROLLMENT, (entry_token, enrollment))
+    if enrollment is not None:
+        return enrollment.study.config
     return Study.objects.filter(entry_token=entry_token).values_list("config", flat=True).first()
 
 
-def _invited_study_config(token: str, **_kwargs: Any) -> dict[str, Any] | None:
+def _invited_study_config(request: HttpRequest, token: str, **_kwargs: Any) -> dict[str, Any] | None:
     return Invitation.objects.filter(token=token).values_list("study__config", flat=True).first()
 
 

@@ -179,9 +179,9 @@ class TestQueriesPerAnswer:
     # 23 on PostgreSQL and SQLite inside the test's transaction (its savepoints included): session,
     # enrollment, the posted assignment; the answer (locks, insert, done); the next item (enrollment
     # lock, open lease, sequence, one walk lookup, item lock and place, insert, walk cursor); shown
-    # at; the progress bar (2); the study's language, which the annotator pages speak (one
-    # lookup by entry token). Before the answer path it was 28, and grew with the study underneath.
-    BOUND = 25
+    # at; the progress bar (2). The study's language comes with the enrollment, at no extra query.
+    # Before the answer path it was 28, and grew with the study underneath.
+    BOUND = 24
 
     def _answer_queries(self, csrf_client, study, pid) -> list[int]:
         begin(csrf_client, study, pid)
