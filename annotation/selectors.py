@@ -326,7 +326,33 @@ from .models import Item as _Item  # noqa: E402
 from .models import Judgment as _Judgment  # noqa: E402
 from .models import Rater as _Rater  # noqa: E402
 from .models import Study as _Study  # noqa: E402
+from .plainsql import fetch as _fetch  # noqa: E402
+from .plainsql import shape as _shape  # noqa: E402
+from .plainsql import table as _table  # noqa: E402
 from .services.assignment import takes_place as _takes_place  # noqa: E402
+
+
+def enrollment_by_token(*, enrollment_ids: list[int], entry_token: str) -> _Enrollment | None:
+    """Of these enrollments, the one in the study with this entry token (not a draft), read with its
+    study and rater in one query: every annotator request starts here. Plain SQL (``plainsql``)."""
+    if not enrollment_ids:
+        return None
+    e, s, r = (_shape(model, alias) for model, alias in ((_Enrollment, "e"), (_Study, "s"), (_Rater, "r")))
+    marks = ", ".join(["%s"] * len(enrollment_ids))
+    found = _fetch(
+        f"SELECT {e.select}, {s.select}, {r.select} FROM {_table(_Enrollment)} e"  # noqa: S608 - fixed text
+        f" JOIN {_table(_Study)} s ON s.id = e.study_id JOIN {_table(_Rater)} r ON r.id = e.rater_id"
+        f" WHERE e.id IN ({marks}) AND s.entry_token = %s AND s.state <> %s ORDER BY e.id LIMIT 1",
+        [*enrollment_ids, entry_token, _Study.State.DRAFT],
+        e,
+        s,
+        r,
+    )
+    if found is None:
+        return None
+    enrollment, study, rater = found
+    enrollment.study, enrollment.rater = study, rater
+    return enrollment
 
 
 @_dataclass(frozen=True)

@@ -141,6 +141,7 @@ MEDIA_ROOT = DATA_DIR / "media"
 WHITENOISE_USE_FINDERS = True
 
 # Security defaults: strict unless explicitly relaxed for local HTTP.
+SESSION_ENGINE = "funnybone.sessions"  # Django's database sessions, read with one plain query
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 X_FRAME_OPTIONS = "DENY"

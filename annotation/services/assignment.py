@@ -39,10 +39,13 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Rater, Study
+from ..plainsql import insert, update
 from ..task_types import get_task_type
 from .ordering import ItemWalk, candidate_rng
 
-# Walk steps looked up per query: one query usually finds an item; a nearly full study takes a few.
+# Walk steps looked up per query: the first few usually hold an item with room; further on, where
+# the study is fuller, more at a time. Each step costs a permutation in Python and a key in the query.
+FIRST_WALK_BATCH = 16
 WALK_BATCH = 64
 # Items with room (or with an expired lease) read at once once the walk is over.
 AFTER_WALK_BATCH = 200
@@ -184,7 +187,14 @@ def _wants_attention_check(study: Study, sequence: int) -> bool:
 
 
 def _lease_if_room(
-    study: Study, rater: Rater, item_id: int, sequence: int, now: datetime, *, wait: bool
+    study: Study,
+    rater: Rater,
+    item_id: int,
+    sequence: int,
+    now: datetime,
+    *,
+    wait: bool,
+    shown_at: datetime | None = None,
 ) -> tuple[Assignment | None, bool]:
     """Lease the item if it has room. Returns (assignment, busy); busy when another request holds it.
 
@@ -193,81 +203,157 @@ def _lease_if_room(
     the transaction ends), so a request never waits for one item while holding
     another that a second request, waiting the other way round, needs.
     """
+    if not wait and _takes_place(rater):
+        item = _take_free_place(item_id, study.quota_per_item)
+        if item is not None:
+            return _create(study, rater, item, sequence, now, shown_at=shown_at), False
     savepoint = transaction.savepoint_create()
     item = _lock_item(item_id, wait=wait)
     if item is not None and (not _takes_place(rater) or take_place(item, study.quota_per_item, now)):
-        assignment = _create(study, rater, item, sequence, now)
+        assignment = _create(study, rater, item, sequence, now, shown_at=shown_at)
         transaction.savepoint_commit(savepoint)
         return assignment, False
     transaction.savepoint_rollback(savepoint)
     return None, item is None
 
 
-def _create(study: Study, rater: Rater, item: Item, sequence: int, now: datetime) -> Assignment:
-    return Assignment.objects.create(
-        study=study,
-        item=item,
-        rater=rater,
-        sequence=sequence,
-        shown_order=_candidate_order(study, rater, item),
-        leased_at=now,
-        lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+# The item's columns, in the model's order, as ``_take_free_place`` reads them back.
+_ITEM_FIELDS = Item._meta.concrete_fields
+_ITEM_COLUMNS = [f.column for f in _ITEM_FIELDS]
+
+
+def _item_from_row(row: tuple) -> Item:
+    """An Item from a raw row of ``_ITEM_COLUMNS``, its values converted as the ORM would (JSON decoded)."""
+    values = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(_ITEM_FIELDS, row, strict=True)
+    ]
+    return Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], values)
+
+
+def _take_free_place(item_id: int, quota: int) -> Item | None:
+    """Lock the item and take one of its places in one statement, if it is free now and has room.
+
+    None when another transaction holds the item or it has no free place (an
+    expired lease may still hold one); then nothing is locked, and the caller
+    finds out which through ``_lock_item`` and ``take_place``. PostgreSQL only:
+    elsewhere (SQLite, whose writers are serialised anyway) it always answers None.
+    """
+    if connection.vendor != "postgresql":
+        return None
+    table = Item._meta.db_table
+    columns = ", ".join(_ITEM_COLUMNS)
+    with connection.cursor() as cursor:
+        # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
+        # change it between there and the UPDATE, which therefore always takes the place.
+        cursor.execute(
+            f"UPDATE {table} SET places_taken = places_taken + 1 WHERE id = ("  # noqa: S608 - fixed text
+            f"SELECT id FROM {table} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
+            f" RETURNING {columns}",
+            [item_id, quota],
+        )
+        row = cursor.fetchone()
+    return None if row is None else _item_from_row(row)
+
+
+def _create(
+    study: Study, rater: Rater, item: Item, sequence: int, now: datetime, *, shown_at: datetime | None = None
+) -> Assignment:
+    return insert(
+        Assignment(
+            study=study,
+            item=item,
+            rater=rater,
+            sequence=sequence,
+            shown_order=_candidate_order(study, rater, item),
+            leased_at=now,
+            lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+            shown_at=shown_at,
+        )
     )
 
 
-def next_assignment(*, enrollment: Enrollment, now: datetime | None = None, wait: bool = True) -> NextItem:
+def next_assignment(
+    *,
+    enrollment: Enrollment,
+    now: datetime | None = None,
+    wait: bool = True,
+    locks_held: bool = False,
+    shown: bool = False,
+) -> NextItem:
     """The rater's current item, or a newly leased one, or the reason there is none.
 
     ``wait=False`` is for a caller that already holds an item's lock in the same
     transaction (the answer just stored): rather than wait for an item another
     request holds, which could deadlock, it returns the reason "busy" and the
-    caller asks again once its transaction has ended.
+    caller asks again once its transaction has ended. ``locks_held``: the
+    caller's transaction holds the enrollment's row lock and ``enrollment`` was
+    read under it (``judgments.lock_for_answer``). ``shown``: the caller puts a
+    newly leased item in front of the rater at once, so it is marked shown now.
     """
     now = now or timezone.now()
     with transaction.atomic(savepoint=False):
-        # One request at a time per rater: a double click cannot lease two items.
-        locked = (
-            Enrollment.objects.select_for_update(of=("self",)).select_related("study", "rater").get(pk=enrollment.pk)
+        if locks_held:
+            locked = enrollment
+        else:
+            # One request at a time per rater: a double click cannot lease two items.
+            locked = (
+                Enrollment.objects.select_for_update(of=("self",))
+                .select_related("study", "rater")
+                .get(pk=enrollment.pk)
+            )
+        return _next_assignment(locked, now, wait=wait, shown_at=now if shown else None)
+
+
+def _mine(enrollment: Enrollment) -> tuple[int, int, bool]:
+    """How many assignments the rater has in the study (the next one's sequence), how many of them are
+    answers to regular items, and whether one is leased: one round trip, through the rater's index."""
+    study, rater = enrollment.study, enrollment.rater
+    assignment, item = Assignment._meta.db_table, Item._meta.db_table
+    capped = study.per_rater_cap is not None
+    done_regular = "SUM(CASE WHEN a.state = %s AND NOT i.is_attention_check THEN 1 ELSE 0 END)" if capped else "0"
+    join = f" JOIN {item} i ON i.id = a.item_id" if capped else ""
+    params = [Assignment.State.DONE] if capped else []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*), {done_regular}, SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END)"  # noqa: S608 - fixed text
+            f" FROM {assignment} a{join} WHERE a.rater_id = %s AND a.study_id = %s",
+            [*params, Assignment.State.LEASED, rater.pk, study.pk],
         )
-        return _next_assignment(locked, now, wait=wait)
+        count, regular_done, leased = cursor.fetchone()
+    return count, regular_done or 0, bool(leased)
 
 
-def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool) -> NextItem:
+def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown_at: datetime | None) -> NextItem:
     study, rater = enrollment.study, enrollment.rater
     if enrollment.ended_early:
         return NextItem(None, "ended")
-    current = _current_lease(enrollment, now)
-    if current is not None:
-        return NextItem(current)
+    sequence, done_regular, leased = _mine(enrollment)
+    if leased:
+        current = _current_lease(enrollment, now)
+        if current is not None:
+            return NextItem(current)
     if not study.is_open:
         return NextItem(None, "closed")
-
-    mine = Assignment.objects.filter(study=study, rater=rater)
-    counts = {"sequence": Count("pk")}
-    if study.per_rater_cap is not None:
-        done_regular = Q(state=Assignment.State.DONE, item__is_attention_check=False)
-        counts["done_regular"] = Count("pk", filter=done_regular)
-    counted = mine.aggregate(**counts)
-    if study.per_rater_cap is not None and counted["done_regular"] >= study.per_rater_cap:
+    if study.per_rater_cap is not None and done_regular >= study.per_rater_cap:
         return NextItem(None, "cap_reached")
-    sequence = counted["sequence"]
 
     if _wants_attention_check(study, sequence):
         check = _attention_check(study, rater)
         if check is not None:
-            return NextItem(_create(study, rater, check, sequence, now))
+            return NextItem(_create(study, rater, check, sequence, now, shown_at=shown_at))
 
     passed_over: list[int] = []
-    assignment = _walk(enrollment, sequence, now, passed_over)
+    assignment = _walk(enrollment, sequence, now, passed_over, shown_at)
     if assignment is None:
-        assignment = _after_walk(enrollment, sequence, now, passed_over)
+        assignment = _after_walk(enrollment, sequence, now, passed_over, shown_at)
     if assignment is None and passed_over and not wait:
         return NextItem(None, "busy")
     if assignment is None:
         # Items other requests held a moment ago may still have room: wait for them
         # rather than tell the rater there is nothing left.
         for item_id in passed_over:
-            assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True)
+            assignment, _busy = _lease_if_room(study, rater, item_id, sequence, now, wait=True, shown_at=shown_at)
             if assignment is not None:
                 break
     if assignment is not None:
@@ -338,7 +424,9 @@ def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) ->
         return cursor.fetchall()
 
 
-def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int]) -> Assignment | None:
+def _walk(
+    enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int], shown_at: datetime | None
+) -> Assignment | None:
     """Lease the first open item on the rest of the rater's walk, a batch of positions per query."""
     study, rater = enrollment.study, enrollment.rater
     if enrollment.walk_span == 0:
@@ -355,15 +443,17 @@ def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: lis
     walk = ItemWalk(study=study, rater_id=rater.pk, span=enrollment.walk_span)
     start = step = enrollment.walked
     found = None
+    size = FIRST_WALK_BATCH
     while found is None and step < walk.steps:
-        batch = walk.positions(step, WALK_BATCH)
-        step = min(step + WALK_BATCH, walk.steps)
+        batch = walk.positions(step, size)
+        step = min(step + size, walk.steps)
+        size = WALK_BATCH
         if not batch:
             continue
         step_at = {position: s for s, position in batch}
         rows = _open_at(study, rater, now, list(step_at))
         for item_id, position in sorted(rows, key=lambda row: (step_at[row[1]], row[0])):
-            found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
+            found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
             if found is not None:
                 step = step_at[position] + 1
                 break
@@ -371,11 +461,13 @@ def _walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: lis
                 passed_over.append(item_id)
     if step != start:
         enrollment.walked = step
-        Enrollment.objects.filter(pk=enrollment.pk).update(walked=step)
+        update(Enrollment, enrollment.pk, walked=step)
     return found
 
 
-def _after_walk(enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int]) -> Assignment | None:
+def _after_walk(
+    enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int], shown_at: datetime | None
+) -> Assignment | None:
     """Once the walk is over: items that came free behind it, or were added after it began, in walk order.
 
     Read through the index of items with room and the index of open leases,
@@ -405,7 +497,7 @@ def _after_walk(enrollment: Enrollment, sequence: int, now: datetime, passed_ove
     for item_id, _position in sorted(rows, key=walk_order):
         if item_id in passed_over:
             continue
-        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False)
+        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
         if assignment is not None:
             return assignment
         if busy:

@@ -9,9 +9,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from ..models import Assignment, Enrollment, Judgment, Rater
+from ..models import Assignment, Enrollment, Item, Judgment, Rater
+from ..plainsql import fetch, for_update, insert, shape, table, update
 from ..task_types import get_task_type
-from .assignment import candidate_keys, take_place
+from .assignment import NextItem, candidate_keys, next_assignment, take_place
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,33 @@ def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
     return Assignment.objects.select_for_update(of=rows).select_related("study", "item").get(pk=assignment.pk)
 
 
+def lock_for_answer(*, enrollment: Enrollment, assignment_id: int) -> tuple[Enrollment, Assignment]:
+    """The annotator's answer: lock the rater's enrollment, then their posted assignment with its item.
+
+    The locks ``judgment_submit`` takes for a person, in the same order, for a
+    caller that stores the answer and leases the next item in one transaction
+    (which it must be in): the enrollment comes back fresh, with the study and
+    rater of the one given, and the assignment with its item and that study.
+    ``Assignment.DoesNotExist`` when the rater has no such assignment in the study.
+    """
+    e, a, i = shape(Enrollment, "e"), shape(Assignment, "a"), shape(Item, "i")
+    sql = f"SELECT {e.select} FROM {table(Enrollment)} e WHERE e.id = %s{for_update()}"  # noqa: S608 - fixed text
+    (locked,) = fetch(sql, [enrollment.pk], e)
+    locked.study, locked.rater = enrollment.study, enrollment.rater
+    found = fetch(
+        f"SELECT {a.select}, {i.select} FROM {table(Assignment)} a JOIN {table(Item)} i ON i.id = a.item_id"  # noqa: S608
+        f" WHERE a.id = %s AND a.study_id = %s AND a.rater_id = %s{for_update('a', 'i')}",
+        [assignment_id, enrollment.study_id, enrollment.rater_id],
+        a,
+        i,
+    )
+    if found is None:
+        raise Assignment.DoesNotExist("No such assignment.")
+    assignment, assignment.item = found
+    assignment.study = enrollment.study
+    return locked, assignment
+
+
 def _place_for_answer(locked: Assignment, now: datetime) -> bool:
     """Whether a person's answer may be stored: its lease still holds a place, or a free one is taken now.
 
@@ -94,6 +122,7 @@ def judgment_submit(
     status: str = Judgment.Status.OK,
     provenance: dict[str, Any] | None = None,
     duration_ms: int | None = None,
+    locks_held: bool = False,
 ) -> Submitted:
     """Store the one judgment of an assignment.
 
@@ -101,12 +130,14 @@ def judgment_submit(
     form) returns the stored judgment unchanged. A person whose lease expired
     still holds its place until someone else's request releases it; after
     that, the answer is taken only while the item has a free place again.
+    ``locks_held``: the caller's transaction already holds what ``lock_for_answer``
+    locks, and ``assignment`` is the row it read.
     """
     if assignment.rater_id != rater.pk:
         raise PermissionDenied("This assignment belongs to another rater.")
     value = clean_value(assignment=assignment, value=value) if status == Judgment.Status.OK else None
-    with transaction.atomic():
-        locked = _lock_for_submit(assignment, rater)
+    with transaction.atomic(savepoint=not locks_held):
+        locked = assignment if locks_held else _lock_for_submit(assignment, rater)
         # Read the clock once the locks are held: a lease that ran out while
         # this request waited must count as expired.
         now = timezone.now()
@@ -137,26 +168,50 @@ def judgment_submit(
             and duration_ms < study.min_seconds_per_item * 1000
         )
         # No second judgment can race this one: the assignment's row is locked and not done.
-        judgment = Judgment.objects.create(
-            assignment=locked,
-            study=study,
-            item=item,
-            rater=rater,
-            status=status,
-            value=value,
-            shown_order=locked.shown_order,
-            duration_ms=duration_ms,
-            too_fast=too_fast,
-            attention_passed=attention_passed,
-            provenance=provenance or {},
+        judgment = insert(
+            Judgment(
+                assignment=locked,
+                study=study,
+                item=item,
+                rater=rater,
+                status=status,
+                value=value,
+                shown_order=locked.shown_order,
+                duration_ms=duration_ms,
+                too_fast=too_fast,
+                attention_passed=attention_passed,
+                provenance=provenance or {},
+            )
         )
         locked.state = Assignment.State.DONE
-        locked.save(update_fields=["state"])
+        update(Assignment, locked.pk, state=locked.state)
         if attention_passed is False:
             enrollment = Enrollment.objects.select_for_update().filter(study=study, rater=rater).first()
             if enrollment is not None:
                 apply_attention_policy(enrollment)
     return Submitted(judgment, created=True)
+
+
+def answer_and_next(*, enrollment: Enrollment, assignment_id: int, data: Any, lease_next: bool) -> NextItem | None:
+    """A person's answer from the item form, stored, and with ``lease_next`` their next item leased
+    (and marked shown), in one transaction: one commit per answer.
+
+    Raises ``ValidationError`` (nothing written) for an answer the form or the item
+    refuses, and ``Assignment.DoesNotExist`` for an assignment that is not the
+    rater's in this study. A second submit of the same assignment stores nothing.
+    The next item's reason is "busy" when only items another request holds are
+    left: the caller asks again once this transaction has ended, free to wait.
+    """
+    with transaction.atomic():
+        locked, assignment = lock_for_answer(enrollment=enrollment, assignment_id=assignment_id)
+        value = value_from_form(assignment=assignment, data=data)
+        submitted = judgment_submit(assignment=assignment, rater=locked.rater, value=value, locks_held=True)
+        if not lease_next:
+            return None
+        if submitted.judgment.attention_passed is False:
+            # The attention policy may just have ended the enrollment.
+            locked.refresh_from_db(fields=["excluded", "excluded_reason", "ended_early"])
+        return next_assignment(enrollment=locked, wait=False, locks_held=True, shown=True)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -29,6 +28,7 @@ from ..protocols import template_of
 from ..ratelimit import entry_rate_limited
 from ..selectors import (
     annotator_progress,
+    enrollment_by_token,
     has_done_enough,
     leaderboard_prompts,
     outcome_for,
@@ -46,7 +46,7 @@ from ..services.enrollment import (
     enrollment_instructed,
     preview_owner_matches,
 )
-from ..services.judgments import judgment_submit, value_from_form
+from ..services.judgments import answer_and_next
 from ..services.leases import heartbeat_seconds, lease_renew
 from ..task_types import Shortcut, TaskType, get_task_type
 from ..task_types.free_text import edit_segments
@@ -80,12 +80,7 @@ def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment
     enrollments = request.session.get(SESSION_KEY, {})
     if not enrollments:
         return None
-    enrollment = (
-        Enrollment.objects.select_related("study", "rater")
-        .filter(pk__in=list(enrollments.values()), study__entry_token=entry_token)
-        .exclude(study__state=Study.State.DRAFT)
-        .first()
-    )
+    enrollment = enrollment_by_token(enrollment_ids=list(enrollments.values()), entry_token=entry_token)
     if enrollment is None or enrollments.get(str(enrollment.study_id)) != enrollment.pk:
         return None
     # An expert's enrollment follows their account: logging out ends access from this browser.
@@ -363,14 +358,11 @@ def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
     return render(request, "annotation/instructions.html", context)
 
 
-def _posted_assignment(request: HttpRequest, enrollment: Enrollment) -> Assignment:
+def _posted_assignment_id(request: HttpRequest) -> int:
     try:
-        pk = int(request.POST.get("assignment", ""))
+        return int(request.POST.get("assignment", ""))
     except ValueError:
         raise Http404("No such assignment.") from None
-    return get_object_or_404(
-        Assignment.objects.select_related("study", "item"), pk=pk, study=enrollment.study, rater=enrollment.rater
-    )
 
 
 @in_language(_study_config)
@@ -386,24 +378,24 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
 
     error, posted, failed_pk, nxt = "", None, None, None
     if request.method == "POST":
-        assignment = _posted_assignment(request, enrollment)
+        assignment_id = _posted_assignment_id(request)
         try:
-            value = value_from_form(assignment=assignment, data=request.POST)
-            # The answer and the next item in one transaction: one commit per answer.
-            with transaction.atomic():
-                # A second submit of the same assignment returns the stored judgment: nothing to do.
-                judgment_submit(assignment=assignment, rater=enrollment.rater, value=value)
-                if request.htmx:
-                    nxt = next_assignment(enrollment=enrollment, wait=False)
+            # The answer and the next item in one transaction: one commit per answer. A second
+            # submit of the same assignment returns the stored judgment: nothing to do.
+            nxt = answer_and_next(
+                enrollment=enrollment, assignment_id=assignment_id, data=request.POST, lease_next=bool(request.htmx)
+            )
+        except Assignment.DoesNotExist:
+            raise Http404("No such assignment.") from None
         except ValidationError as exc:
-            error, posted, failed_pk = " ".join(exc.messages), request.POST, assignment.pk
+            error, posted, failed_pk = " ".join(exc.messages), request.POST, assignment_id
         else:
             if not request.htmx:
                 return redirect("annotator:item", study.entry_token)
 
     if nxt is None or nxt.reason == "busy":
         # Asked afresh, outside the answer's transaction: free to wait for an item another request holds.
-        nxt = next_assignment(enrollment=enrollment)
+        nxt = next_assignment(enrollment=enrollment, shown=True)
     if nxt.assignment is None:
         if nxt.reason in FINISHED:
             enrollment_complete(enrollment=enrollment)

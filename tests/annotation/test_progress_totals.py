@@ -70,9 +70,6 @@ def busy_study(make_study, researcher, n_items: int):
             enrollment_complete(enrollment=enrollment)
     # A live lease: dee took an item and is still on it.
     assert next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="dee")).assignment
-    # An expired lease nobody has released yet: eve left long ago.
-    eve = next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="eve")).assignment
-    Assignment.objects.filter(pk=eve.pk).update(lease_expires_at=timezone.now() - timedelta(hours=1))
     # A live lease on an attention check, which holds no place.
     fay = enroll_crowdworker(study=study, participant_id="fay")
     while (held := next_assignment(enrollment=fay).assignment) and not held.item.is_attention_check:
@@ -84,6 +81,10 @@ def busy_study(make_study, researcher, n_items: int):
         judgment_submit(
             assignment=assignment_for_judge(study=study, rater=judge, item=item), rater=judge, value={"rating": 2}
         )
+    # An expired lease nobody has released yet: eve left long ago (made last: a rater
+    # walking on after it could meet her full item and release it, depending on the study's random seed).
+    eve = next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="eve")).assignment
+    Assignment.objects.filter(pk=eve.pk).update(lease_expires_at=timezone.now() - timedelta(hours=1))
     assert places_recount(study=study) == {}  # the counter the page reads is exact here
     return study
 
