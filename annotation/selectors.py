@@ -416,34 +416,38 @@ def annotator_progress(*, enrollment: _Enrollment) -> AnnotatorProgress:
     """
     study, rater = enrollment.study, enrollment.rater
     quota, preview = study.quota_per_item, rater.is_preview
-    # Plain SQL, two round trips: this runs on every item page, and building these queries with
-    # the ORM cost more CPU than everything else on the page.
-    item, assignment, judgment = (m._meta.db_table for m in (_Item, _Assignment, _Judgment))
-    mine = f"FROM {assignment} a JOIN {item} i ON i.id = a.item_id WHERE a.study_id = %s AND a.rater_id = %s"
-    regular = "i.is_attention_check = %s"
+    # Plain SQL, one round trip: this runs on every item page, and building it with the ORM cost more
+    # CPU than everything else on the page. The rater's regular assignments give what they have done
+    # (an assignment is done in the transaction that stores its judgment), their open item and the
+    # items they have seen that still have room; then the items with room are read along their index
+    # only as far as the rater could still go, less the ones seen.
+    item, assignment = _table(_Item), _table(_Assignment)
     # A preview is not bound by the quota (services.assignment): every unseen item is reachable.
-    seen_room = "" if preview else " AND i.places_taken < %s"
+    seen_room = "1" if preview else "CASE WHEN i.places_taken < %s THEN 1 ELSE 0 END"
+    with_room = "" if preview else " AND places_taken < %s ORDER BY places_taken, position"
+    if study.per_rater_cap is None:
+        wanted, wanted_params = "%s", [PROGRESS_LOOKAHEAD]
+    else:
+        wanted, wanted_params = (
+            "CASE WHEN %s - done - open_mine > 0 THEN %s - done - open_mine ELSE 0 END",
+            [study.per_rater_cap] * 2,
+        )
+    room_params = [] if preview else [quota]
     with _connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT (SELECT COUNT(*) FROM {judgment} j JOIN {item} i ON i.id = j.item_id"  # noqa: S608 - fixed text
-            f" WHERE j.study_id = %s AND j.rater_id = %s AND {regular}),"
-            f" (SELECT COUNT(*) {mine} AND a.state = %s AND {regular}),"
-            f" (SELECT COUNT(*) {mine} AND {regular}{seen_room})",
-            [study.pk, rater.pk, False, study.pk, rater.pk, _Assignment.State.LEASED, False, study.pk, rater.pk, False]
-            + ([] if preview else [quota]),
+            f"WITH mine AS (SELECT COALESCE(SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END), 0) AS done,"  # noqa: S608
+            f" COALESCE(SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END), 0) AS open_mine,"
+            f" COALESCE(SUM({seen_room}), 0) AS seen"
+            f" FROM {assignment} a JOIN {item} i ON i.id = a.item_id"
+            f" WHERE a.study_id = %s AND a.rater_id = %s AND i.is_attention_check = %s)"
+            f" SELECT done, open_mine, seen, (SELECT COUNT(*) FROM (SELECT 1 FROM {item}"
+            f" WHERE study_id = %s AND is_attention_check = %s{with_room}"
+            f" LIMIT (SELECT {wanted} + seen FROM mine)) r) FROM mine",
+            [_Assignment.State.DONE, _Assignment.State.LEASED, *room_params, study.pk, rater.pk, False]
+            + [study.pk, False, *room_params, *wanted_params],
         )
-        done, open_mine, seen_with_room = cursor.fetchone()
-        wanted = PROGRESS_LOOKAHEAD if study.per_rater_cap is None else max(0, study.per_rater_cap - done - open_mine)
-        room = 0
-        if wanted:
-            # Items with room, read along their index only as far as needed, less the ones the rater has seen.
-            with_room = "" if preview else " AND places_taken < %s ORDER BY places_taken, position"
-            cursor.execute(
-                f"SELECT COUNT(*) FROM (SELECT 1 FROM {item} WHERE study_id = %s AND is_attention_check = %s"  # noqa: S608
-                f"{with_room} LIMIT %s) r",
-                [study.pk, False, *([] if preview else [quota]), wanted + seen_with_room],
-            )
-            room = max(0, cursor.fetchone()[0] - seen_with_room)
+        done, open_mine, seen_with_room, with_room_count = cursor.fetchone()
+    room = max(0, with_room_count - seen_with_room)
     expected = done + open_mine + room
     if study.per_rater_cap is not None:
         expected = min(expected, study.per_rater_cap)

@@ -287,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--items", type=int, default=None, help="items per study (default: just enough)")
     parser.add_argument("--bare", action="store_true", help="also run each level against the bare reference")
     parser.add_argument("--sizes", default="", help="comma-separated study sizes for the in-process per-answer cost")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=100,
+        help="answers sent to each path at each level before it is measured, not counted (0: measure a cold server)",
+    )
     args = parser.parse_args(argv)
     if args.bare and args.url:
         parser.error("--bare starts its own server: leave out --url")
@@ -321,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
                 size = f"{args.items} items" if args.items else "just enough items"
                 print(
                     f"Funnybone load: {where}, PostgreSQL {database_url.rsplit('/', 1)[-1]}, mode {args.mode}, "
-                    f"{args.submissions} answers per level, {size}, quota {args.quota}, "
+                    f"{args.submissions} answers per level after {args.warmup} unmeasured, {size}, quota {args.quota}, "
                     f"{os.cpu_count()} CPUs (load average {os.getloadavg()[0]:.1f} at start)"
                 )
                 if args.queries:
@@ -334,6 +340,20 @@ def main(argv: list[str] | None = None) -> int:
                 for concurrency in levels:
                     rates = {}
                     for label, prefix in paths:
+                        if args.warmup:
+                            # Database connections opened, code and templates loaded: the steady state is measured.
+                            *_, warm_audit = run_level(
+                                base_url=running.url,
+                                concurrency=concurrency,
+                                submissions=args.warmup,
+                                quota=args.quota,
+                                mode=args.mode,
+                                time_limit=args.time_limit,
+                                snapshot=lambda: cpu_snapshot(running if server else None, database_name),
+                                n_items=None,
+                                prefix=prefix,
+                            )
+                            audits.append((f"{label} C={concurrency} warm-up", warm_audit))
                         logs, timings, wall, cpu, audit = run_level(
                             base_url=running.url,
                             concurrency=concurrency,

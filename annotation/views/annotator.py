@@ -68,9 +68,11 @@ def _message(request: HttpRequest, title: str, message: str, *, status: int = 20
 
 
 def _remember(request: HttpRequest, enrollment: Enrollment) -> None:
-    # A new session key on entry: an id planted in the browser beforehand grants nothing.
-    request.session.cycle_key()
     enrollments = dict(request.session.get(SESSION_KEY, {}))
+    # A new session key on entry: an id planted in the browser beforehand grants nothing. (Reading the
+    # session forgets a key with no session behind it; a session without a key gets a new one when saved.)
+    if request.session.session_key is not None:
+        request.session.cycle_key()
     enrollments[str(enrollment.study_id)] = enrollment.pk
     request.session[SESSION_KEY] = enrollments
 
@@ -96,6 +98,8 @@ def _enrollment_in_session(request: HttpRequest, entry_token: str) -> Enrollment
 
 # Where ``_study_config`` leaves the enrollment it read, for the view it runs before.
 READ_ENROLLMENT = "_funnybone_read_enrollment"
+# And the study it read when there was no enrollment (someone arriving by the entry link).
+READ_STUDY = "_funnybone_read_study"
 
 
 def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study, Enrollment] | HttpResponse:
@@ -148,7 +152,17 @@ def _study_config(request: HttpRequest, entry_token: str, **_kwargs: Any) -> dic
     setattr(request, READ_ENROLLMENT, (entry_token, enrollment))
     if enrollment is not None:
         return enrollment.study.config
-    return Study.objects.filter(entry_token=entry_token).values_list("config", flat=True).first()
+    study = Study.objects.filter(entry_token=entry_token).first()
+    setattr(request, READ_STUDY, (entry_token, study))
+    return study.config if study is not None else None
+
+
+def _study_named(request: HttpRequest, entry_token: str) -> Study:
+    """The study of an annotator URL (404 if none), as ``_study_config`` read it when it ran before."""
+    token, study = getattr(request, READ_STUDY, (None, None))
+    if token == entry_token and study is not None:
+        return study
+    return get_object_or_404(Study, entry_token=entry_token)
 
 
 def _invited_study_config(request: HttpRequest, token: str, **_kwargs: Any) -> dict[str, Any] | None:
@@ -249,7 +263,7 @@ def _item_parts(study: Study, item: Any) -> dict[str, Any]:
 @entry_rate_limited
 @require_GET
 def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
-    study = get_object_or_404(Study, entry_token=entry_token)
+    study = _study_named(request, entry_token)
     if not study.is_open:
         return _unavailable(request, study)
     participant_id = request.GET.get("PROLIFIC_PID", "")
