@@ -255,6 +255,27 @@ class TestPairwiseStudy:
         assert echo["both_orders"] is False
         assert echo["with_ties"] == {"value": 1.0, "n": 4, "correct": 4}
 
+    def test_the_confusion_matrix_counts_the_verdicts_the_figures_count(self, setup):
+        result = compute_alignment(study=setup, params=AlignmentParams(n_resamples=50))
+        bot = by_label(result["overall"]["judges"], "bot")
+        scale = result["plots"]["scale"]
+        table = np.asarray(result["plots"]["confusion"][str(bot["id"])])
+        # Rows: the human majority; columns: bot's verdict, the last one missing. Both orders count, so on item 1
+        # (majority y) the A/B tie and the B/A y are two verdicts, and item 3's unparseable B/A one is missing.
+        first, tie, second, missing = scale.index(1.0), scale.index(0.5), scale.index(0.0), len(scale)
+        expected = np.zeros((3, 4), dtype=int)
+        expected[first, first] = 3  # items 0 and 3 in A/B, item 0 in B/A
+        expected[first, missing] = 1  # item 3 in B/A: unparseable
+        expected[second, tie] = 1  # item 1 in A/B
+        expected[second, second] = 1  # item 1 in B/A
+        expected[tie, tie] = 1  # item 2 in A/B
+        expected[tie, missing] = 1  # item 2 never asked in B/A
+        assert table.tolist() == expected.tolist()
+        assert table.sum() == bot["with_ties"]["n"] == 8
+        assert np.trace(table[:, :3]) == bot["with_ties"]["correct"]
+        echo = by_label(result["overall"]["judges"], "echo")
+        assert np.sum(result["plots"]["confusion"][str(echo["id"])]) == echo["with_ties"]["n"] == 4
+
     def test_a_judge_that_always_picks_the_first_shown_joke_loses_its_position_bonus(self, researcher):
         study, _, items = build_pairwise(researcher)
         first = add_rater(study, "first-shown", Rater.Kind.LLM)
