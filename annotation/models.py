@@ -111,6 +111,7 @@ class Study(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     inputs_revision = models.PositiveBigIntegerField(
         default=0,
+        db_default=0,
         editable=False,
         help_text="Counts edits of what reports read that their counts do not show (annotation.study_changes).",
     )

@@ -176,6 +176,21 @@ def binary_study(owner):
     return study
 
 
+#: The labels ann, bob and cat all give to the items of ``voted_binary_study``, their gold too.
+BINARY_TRUTH = ["good", "bad", "good", "bad"]
+
+
+def voted_binary_study(owner):
+    """``binary_study`` with three humans who all give each item its gold label; returns it and its items."""
+    study = binary_study(owner)
+    items = list(study.items.order_by("position"))
+    for name in ("ann", "bob", "cat"):
+        rater = add_rater(study, name)
+        for item, label in zip(items, BINARY_TRUTH, strict=True):
+            judge(study, rater, item, {"label": label})
+    return study, items
+
+
 @pytest.mark.django_db
 class TestBinaryStudy:
     @pytest.fixture

@@ -24,16 +24,11 @@ from ratings.cached import study_inputs
 from ratings.models import StudyReport
 from ratings.views import analysis_result
 from tests.ratings.alignment_helpers import build_ordinal
-from tests.ratings.test_alignment import binary_study
-from tests.ratings.test_selectors import add_rater, judge, rate_all
+from tests.ratings.test_alignment import BINARY_TRUTH, voted_binary_study
+from tests.ratings.test_selectors import add_rater, judge
 from tests.ratings.test_stored_reports import alpha_cell, analysis, run_queued, text
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def by_worker(settings):
-    settings.FUNNYBONE_REPORT_INLINE_JUDGMENTS = 0
 
 
 @pytest.fixture
@@ -91,60 +86,46 @@ def current(study, kind: str) -> StudyReport:
     return StudyReport.objects.get(study=study, kind=kind)
 
 
-@pytest.fixture
-def rated(make_study):
-    """4 items rated 0–3 by three crowdworkers and an LLM (as in test_stored_reports)."""
-    study = make_study(n_items=4, quota_per_item=10, name="Cat jokes")
-    for name, ratings in (("ann", [0, 1, 2, 3]), ("bob", [0, 1, 3, 3]), ("cy", [1, 1, 2, 2])):
-        rate_all(study, add_rater(study, name), ratings)
-    rate_all(study, add_rater(study, "gpt", Rater.Kind.LLM), [1, 1, 2, 3])
-    return study
-
-
 class TestAnEditInPlace:
     def test_a_judgment_value_edited_in_the_admin_puts_the_analysis_out_of_date_and_it_is_recomputed(
-        self, owner, rated, by_worker, django_capture_on_commit_callbacks
+        self, owner, rated_study, by_worker, django_capture_on_commit_callbacks
     ):
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            owner.get(analysis(rated))
+            owner.get(analysis(rated_study))
         run_queued(callbacks)
-        before = study_inputs(study=rated)
-        old = current(rated, "analysis").result["agreement"]["agreement"]["krippendorff_alpha"]["ordinal"]
-        edited = Judgment.objects.filter(study=rated, rater__name="cy").order_by("item__position").first()
+        before = study_inputs(study=rated_study)
+        old = current(rated_study, "analysis").result["agreement"]["agreement"]["krippendorff_alpha"]["ordinal"]
+        edited = Judgment.objects.filter(study=rated_study, rater__name="cy").order_by("item__position").first()
         assert edited.value == {"rating": 1}
         admin_edit(owner, edited, value={"rating": 3})
         edited.refresh_from_db()
         assert edited.value == {"rating": 3}
-        after = study_inputs(study=rated)
+        after = study_inputs(study=rated_study)
         # Same judgments, statuses and ids: only the count of edits in place tells them apart.
         assert {k: v for k, v in after.items() if k != "revisions"} == {
             k: v for k, v in before.items() if k != "revisions"
         }
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
-            html = text(owner.get(analysis(rated)).content.decode())
+            html = text(owner.get(analysis(rated_study)).content.decode())
         assert "out of date, judgments, items or raters changed since; recomputing…" in html
-        assert alpha_cell(owner.get(analysis(rated)).content.decode()) == f"{old:.3f}"  # the old figures, labelled
+        assert (
+            alpha_cell(owner.get(analysis(rated_study)).content.decode()) == f"{old:.3f}"
+        )  # the old figures, labelled
         run_queued(callbacks)
-        page = owner.get(analysis(rated)).content.decode()
+        page = owner.get(analysis(rated_study)).content.decode()
         assert "up to date" in page
-        new = analysis_result(study=rated, group="humans", rater_ids=None, k=3, tie="higher")
+        new = analysis_result(study=rated_study, group="humans", rater_ids=None, k=3, tie="higher")
         fresh = new["agreement"]["agreement"]["krippendorff_alpha"]["ordinal"]
         assert fresh != pytest.approx(old)
         assert alpha_cell(page) == f"{fresh:.3f}"
-        assert json.dumps(current(rated, "analysis").result, sort_keys=True) == json.dumps(new, sort_keys=True)
+        assert json.dumps(current(rated_study, "analysis").result, sort_keys=True) == json.dumps(new, sort_keys=True)
 
     def test_gold_edited_in_the_admin_puts_the_alignment_out_of_date_and_it_is_recomputed(
         self, owner, researcher, by_worker, django_capture_on_commit_callbacks
     ):
-        study = binary_study(researcher)
-        items = list(study.items.order_by("position"))
-        truth = ["good", "bad", "good", "bad"]
-        for name in ("ann", "bob", "cat"):
-            rater = add_rater(study, name)
-            for item, label in zip(items, truth, strict=True):
-                judge(study, rater, item, {"label": label})
+        study, items = voted_binary_study(researcher)
         same = add_rater(study, "same", Rater.Kind.LLM)
-        for item, label in zip(items, truth, strict=True):
+        for item, label in zip(items, BINARY_TRUTH, strict=True):
             judge(study, same, item, {"label": label})
         url = f"/alignment/{study.slug}/?reference=humans"
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
