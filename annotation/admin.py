@@ -15,6 +15,7 @@ from .models import (
     Rater,
     Study,
 )
+from .study_changes import study_inputs_changed
 
 # The admin's login counts failures and pauses like the site's (annotation.logins).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -44,6 +45,12 @@ class ItemAdmin(admin.ModelAdmin):
     raw_id_fields = ("study",)
     list_select_related = ("study",)
     inlines = [CandidateInline]
+
+    def save_related(self, request, form, formsets, change) -> None:
+        """Save the candidates; one deleted here is an edit no count of the study shows (study_changes)."""
+        super().save_related(request, form, formsets, change)
+        if any(formset.has_changed() for formset in formsets):
+            study_inputs_changed([form.instance.study_id])
 
     @admin.display(description="text")
     def short_text(self, item: Item) -> str:

@@ -11,6 +11,7 @@ stored, because handing out the next item must not count a whole study:
 """
 
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -108,6 +109,12 @@ class Study(models.Model):
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    inputs_revision = models.PositiveBigIntegerField(
+        default=0,
+        db_default=0,
+        editable=False,
+        help_text="Counts edits of what reports read that their counts do not show (annotation.study_changes).",
+    )
 
     class Meta:
         verbose_name_plural = "studies"
@@ -122,6 +129,19 @@ class Study(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save the study; an existing study's ``inputs_revision`` is left as the database has it.
+
+        The revision is only ever incremented in the database (``annotation.study_changes``); writing back
+        the value this instance was read with would undo an edit's increment made meanwhile.
+        """
+        whole = not args and kwargs.get("update_fields") is None and not kwargs.get("force_insert")
+        if whole and not self._state.adding:
+            kwargs["update_fields"] = [
+                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name != "inputs_revision"
+            ]
+        super().save(*args, **kwargs)
 
     @property
     def is_open(self) -> bool:

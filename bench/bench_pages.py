@@ -115,20 +115,9 @@ def main() -> int:
 
     setup_test_environment()
     call_command("migrate", verbosity=0)
-    if args.study:
-        study_pk = args.study
-    else:
-        from bench.bench_export import build
+    from bench.bench_export import built_or_reused
 
-        start = time.perf_counter()
-        study_pk = build(args.judgments, args.raters, args.judges)
-        print(f"built study {study_pk} in {time.perf_counter() - start:.0f} s (reuse it with --study {study_pk})")
-        if connection.vendor == "postgresql":
-            # What autovacuum does soon after a bulk load: statistics and the visibility map, so that
-            # counts can read an index alone. Without it the first minutes after the load are slower.
-            with connection.cursor() as cursor:
-                for table in ("annotation_judgment", "annotation_assignment", "annotation_item"):
-                    cursor.execute(f"VACUUM ANALYZE {table}")
+    study_pk = built_or_reused(args.study, args.judgments, args.raters, args.judges)
     study = Study.objects.get(pk=study_pk)
     from ratings.models import StudyReport
 

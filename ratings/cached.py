@@ -4,10 +4,11 @@
 The analysis page, the alignment report, the protocol report and the
 tournament leaderboard each store their figures in one ``StudyReport`` row per
 study, kind and parameter set. With the figures the row keeps the
-*fingerprint* of the judgments they were computed from (:func:`study_inputs`:
-how many judgments of each status, the newest judgment and item ids), so a
-page compares it with the study's fingerprint now — two cheap indexed
-queries — instead of recomputing:
+*fingerprint* of the data they were computed from (:func:`study_inputs`:
+how many judgments of each status, the newest judgment and item ids, and
+the study's count of edits in place), so a page compares it with the
+study's fingerprint now — a few cheap indexed queries — instead of
+recomputing:
 
 - the same: the stored figures are current;
 - different: the page shows the stored figures as out of date ("N new
@@ -42,7 +43,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from annotation.jobs import (
@@ -100,27 +101,31 @@ def params_key(params: dict[str, Any]) -> str:
 # -- the fingerprint of a study's inputs -----------------------------------------------------
 
 
-def linked_study_ids(study: Study) -> list[int]:
+def linked_studies(study: Study) -> QuerySet[Study]:
     """The study, the studies naming it as their source (tournament matches, human checks) and the one it names."""
     slugs = {study.slug}
     source = (study.config or {}).get(SOURCE_LINK) if isinstance(study.config, dict) else None
     if isinstance(source, str) and source:
         slugs.add(source)
-    linked = Study.objects.filter(Q(slug__in=slugs) | Q(**{f"config__{SOURCE_LINK}__in": sorted(slugs)}))
-    return sorted(set(linked.values_list("pk", flat=True)) | {study.pk})
+    return Study.objects.filter(Q(pk=study.pk) | Q(slug__in=slugs) | Q(**{f"config__{SOURCE_LINK}__in": sorted(slugs)}))
 
 
 def study_inputs(*, study: Study, linked: bool = False) -> dict[str, Any]:
     """What a report of the study is computed from, in a few numbers.
 
     Judgments per status (a retried failure that became OK changes them), the
-    newest judgment id (an added judgment), the items' count and newest id, and
-    how many raters are excluded (the attention-check policy's groups);
-    with ``linked``, over the study and its linked studies together (a protocol
-    report of a contest reads its tournaments' verdicts). A judgment's value
-    edited in place without a status change is not seen.
+    newest judgment id (an added judgment), the items' count and newest id,
+    how many raters are excluded (the attention-check policy's groups), and
+    each study's ``inputs_revision``, which counts the edits in place none of
+    these show: a judgment's value, an item's gold, metadata or candidates, a
+    rater excluded or let back in, a judge renamed (``annotation.study_changes``).
+    With ``linked``, over the study and its linked studies together (a protocol
+    report of a contest reads its tournaments' verdicts).
     """
-    studies = {"study_id__in": linked_study_ids(study)} if linked else {"study_id": study.pk}
+    found = linked_studies(study) if linked else Study.objects.filter(pk=study.pk)
+    revisions = dict(found.values_list("pk", "inputs_revision"))
+    ids = sorted(revisions) or [study.pk]
+    studies = {"study_id__in": ids} if linked else {"study_id": study.pk}
     judgments = Judgment.objects.filter(**studies)
     # Two queries, not one: the counts come from the (study, status) index alone, the newest id from the key's.
     by_status = dict(judgments.order_by().values_list("status").annotate(n=Count("*")))
@@ -133,6 +138,7 @@ def study_inputs(*, study: Study, linked: bool = False) -> dict[str, Any]:
         "items": items["n"],
         "last_item": items["last"] or 0,
         "excluded_raters": Enrollment.objects.filter(excluded=True, **studies).count(),
+        "revisions": {str(pk): revisions[pk] for pk in sorted(revisions)},
     }
 
 

@@ -343,8 +343,13 @@ def spearman_heatmap(raters: Sequence[str], rho: Sequence[Sequence[float | None]
     )
 
 
-def confusion_matrix(table: Sequence[Sequence[int]], labels: Sequence[str], *, judge: str, reference: str) -> Plot:
-    """Reference label (rows) against the judge's answer (columns; the last one is "missing")."""
+def confusion_matrix(
+    table: Sequence[Sequence[int]], labels: Sequence[str], *, judge: str, reference: str, unit: str = "items"
+) -> Plot:
+    """Reference label (rows) against the judge's answer (columns; the last one is "missing").
+
+    ``unit`` names what a cell counts: items, or verdicts for a pairwise judge asked in both orders.
+    """
     values = _matrix(table)
     if values.size == 0:
         return _empty("No items to compare.")
@@ -358,7 +363,7 @@ def confusion_matrix(table: Sequence[Sequence[int]], labels: Sequence[str], *, j
         fmt=".0f",
         xlabel=f"judge: {_short(judge)}",
         ylabel="human consensus",
-        colorbar="items",
+        colorbar=unit,
     )
 
 

@@ -50,10 +50,15 @@ def apply_attention_policy(enrollment: Enrollment) -> None:
     failures = Judgment.objects.filter(study=study, rater=enrollment.rater, attention_passed=False).count()
     if failures <= study.attention_check_max_failures:
         return
+    # Excluding a rater changes what reports read (annotation.study_changes); a rater already excluded
+    # who fails another check only gets a new reason.
+    fields = (
+        ["excluded_reason", "ended_early"] if enrollment.excluded else ["excluded", "excluded_reason", "ended_early"]
+    )
     enrollment.excluded = True
     enrollment.excluded_reason = f"failed {failures} attention check(s)"
     enrollment.ended_early = study.attention_check_policy == study.AttentionPolicy.END
-    enrollment.save(update_fields=["excluded", "excluded_reason", "ended_early"])
+    enrollment.save(update_fields=fields)
 
 
 def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:

@@ -103,7 +103,8 @@ def study_update(*, study: Study, actor: AbstractBaseUser | None = None, **chang
         study.config = get_task_type(study.task_type).config(changes["config"])
     study.full_clean()
     with transaction.atomic():
-        study.save()
+        # Only the fields named: a stored report is out of date when one it reads changes (annotation.study_changes).
+        study.save(update_fields=[*changes, "updated_at"])
         changed = diff(before, {key: getattr(study, key) for key in changes})
         if changed:
             audit_record(study=study, action=AuditEntry.Action.UPDATED, actor=actor, changes=changed)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Rater
+from annotation.study_changes import rater_studies, study_inputs_changed
 from annotation.task_types import TASK_TYPES
 
 from ..keys import is_grant, set_api_key, settle_key_source
@@ -210,6 +211,8 @@ def _rename(judge: JudgeConfig, *, old_name: str, name: str) -> None:
     for version in versions:
         version.name = name
         Rater.objects.filter(pk=version.rater_id).update(name=str(version))
+    # Stored reports name the judge: those of the studies it judged are out of date.
+    study_inputs_changed({pk for version in versions for pk in rater_studies(version.rater_id)})
     judge.name = name
 
 

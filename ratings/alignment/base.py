@@ -186,6 +186,22 @@ class JudgeColumn:
         return JudgeColumn(self.info, self.values[rows], [self.reasons[i] for i in rows], swapped)
 
 
+def counted_answers(
+    reference: np.ndarray, answers: np.ndarray, swapped: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (reference label, judge answer) pairs a judge is scored on, over the items with a reference label.
+
+    One pair per item; a judge asked in both orders (``swapped``: its B/A answers) gives two, the B/A
+    answer counting as its own verdict as in the rankings (``ratings.leaderboards``). A missing answer
+    stays NaN. The agreement figures and the confusion matrix both count these, so their totals agree.
+    """
+    decided = ~np.isnan(reference)
+    truth, given = reference[decided], answers[decided]
+    if swapped is not None:
+        truth, given = np.concatenate([truth, truth]), np.concatenate([given, swapped[decided]])
+    return truth, given
+
+
 @dataclass
 class Block:
     """The items of one table: reference matrix rows, judges' answers, metadata, gold."""

@@ -25,6 +25,7 @@ from .base import (
     Block,
     Family,
     bootstrap_interval,
+    counted_answers,
     finite,
     judge_head,
     majority_labels,
@@ -159,14 +160,11 @@ def pairwise_agreement(majority: np.ndarray, pred: np.ndarray, swapped: np.ndarr
     *Without ties*: items whose human majority is a tie and items the judge
     called a tie are left out. A missing answer is wrong in both.
     A judge asked in both orders gives ``swapped``, its B/A answers: each
-    order's answer then counts as its own verdict, as in the rankings, so
-    ``n`` counts verdicts (two per item) and a judge that always picks the
+    order's answer then counts as its own verdict (:func:`counted_answers`),
+    so ``n`` counts verdicts (two per item) and a judge that always picks the
     joke shown first scores no better than chance.
     """
-    decided = ~np.isnan(majority)
-    m, p = majority[decided], pred[decided]
-    if swapped is not None:
-        m, p = np.concatenate([m, m]), np.concatenate([p, swapped[decided]])
+    m, p = counted_answers(majority, pred, swapped)
     n_with = int(m.size)
     correct_with = int(np.sum(m == p))
     keep = (m != 0.5) & (p != 0.5)

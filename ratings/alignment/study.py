@@ -42,6 +42,7 @@ from .base import (
     Family,
     JudgeColumn,
     Progress,
+    counted_answers,
     family_of,
     finite,
     majority_labels,
@@ -286,16 +287,18 @@ def _plot_data(family: str, block: Block, codes: np.ndarray, scale_names: list[s
     else:
         truth = majority_labels(block.reference, codes)
     if family != Family.CHOICE:
-        data["confusion"] = {str(j.info.id): _confusion(truth, j.values, codes) for j in block.judges}
+        data["confusion"] = {str(j.info.id): _confusion(truth, j, codes) for j in block.judges}
     return data
 
 
-def _confusion(truth: np.ndarray, pred: np.ndarray, codes: np.ndarray) -> list[list[int]]:
-    """Reference (rows) × judge (columns, last column = missing) counts over items with a reference label."""
+def _confusion(truth: np.ndarray, judge: JudgeColumn, codes: np.ndarray) -> list[list[int]]:
+    """Reference (rows) × judge (columns, last column = missing) counts of the answers the judge is scored on.
+
+    Those are :func:`counted_answers`: one per item with a reference label, and for a pairwise judge
+    asked in both orders one per item and order, so the table's total is the agreement figures' ``n``.
+    """
     table = np.zeros((codes.size, codes.size + 1), dtype=int)
-    for t, p in zip(truth, pred, strict=True):
-        if np.isnan(t):
-            continue
+    for t, p in zip(*counted_answers(truth, judge.values, judge.swapped), strict=True):
         row = int(np.flatnonzero(codes == t)[0])
         col = codes.size if np.isnan(p) else int(np.flatnonzero(codes == p)[0])
         table[row, col] += 1

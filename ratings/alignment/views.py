@@ -149,13 +149,15 @@ def _figures(study: Study, report: AlignmentReport) -> list[dict[str, str]]:
                         f"Heatmap of the feature shares in the wins and losses of each contestant, judged by {label}",
                     )
                 )
+    both = _both_orders_judges(result)
     for key in data.get("confusion") or {}:
         if key in judges:
+            orders = " (each order's verdict counted)" if key in both else ""
             out.append(
                 (
                     f"confusion-{key}",
                     f"Confusion: {judges[key]}",
-                    f"Confusion matrix of the {reference} consensus against the answers of {judges[key]}",
+                    f"Confusion matrix of the {reference} consensus against the answers of {judges[key]}{orders}",
                 )
             )
     # The version makes a browser fetch the figure again after a recomputation.
@@ -245,6 +247,11 @@ def alignment_status(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, f"{TEMPLATE}#report", _context(request, study, form, params, shown))
 
 
+def _both_orders_judges(result: dict[str, Any]) -> set[str]:
+    """Ids of the report's pairwise judges asked in both orders: their confusion cells count verdicts."""
+    return {str(row["id"]) for row in (result.get("overall") or {}).get("judges", []) if row.get("both_orders")}
+
+
 def _draw(result: dict[str, Any], name: str) -> plots.Plot:
     data = result.get("plots") or {}
     judges = {str(j["id"]): j["label"] for j in result.get("judges", [])}
@@ -255,8 +262,9 @@ def _draw(result: dict[str, Any], name: str) -> plots.Plot:
     if kind == "spearman" and "spearman" in data:
         return plots.spearman_heatmap(data["raters"], data["spearman"])
     if kind == "confusion" and key in (data.get("confusion") or {}) and key in judges:
+        unit = "verdicts" if key in _both_orders_judges(result) else "items"
         return plots.confusion_matrix(
-            data["confusion"][key], data["scale_names"], judge=judges[key], reference=reference
+            data["confusion"][key], data["scale_names"], judge=judges[key], reference=reference, unit=unit
         )
     rankings = data.get("rankings") or {}
     if kind == "leaderboard" and rankings:

@@ -176,6 +176,21 @@ def binary_study(owner):
     return study
 
 
+#: The labels ann, bob and cat all give to the items of ``voted_binary_study``, their gold too.
+BINARY_TRUTH = ["good", "bad", "good", "bad"]
+
+
+def voted_binary_study(owner):
+    """``binary_study`` with three humans who all give each item its gold label; returns it and its items."""
+    study = binary_study(owner)
+    items = list(study.items.order_by("position"))
+    for name in ("ann", "bob", "cat"):
+        rater = add_rater(study, name)
+        for item, label in zip(items, BINARY_TRUTH, strict=True):
+            judge(study, rater, item, {"label": label})
+    return study, items
+
+
 @pytest.mark.django_db
 class TestBinaryStudy:
     @pytest.fixture
@@ -254,6 +269,27 @@ class TestPairwiseStudy:
         echo = by_label(result["overall"]["judges"], "echo")
         assert echo["both_orders"] is False
         assert echo["with_ties"] == {"value": 1.0, "n": 4, "correct": 4}
+
+    def test_the_confusion_matrix_counts_the_verdicts_the_figures_count(self, setup):
+        result = compute_alignment(study=setup, params=AlignmentParams(n_resamples=50))
+        bot = by_label(result["overall"]["judges"], "bot")
+        scale = result["plots"]["scale"]
+        table = np.asarray(result["plots"]["confusion"][str(bot["id"])])
+        # Rows: the human majority; columns: bot's verdict, the last one missing. Both orders count, so on item 1
+        # (majority y) the A/B tie and the B/A y are two verdicts, and item 3's unparseable B/A one is missing.
+        first, tie, second, missing = scale.index(1.0), scale.index(0.5), scale.index(0.0), len(scale)
+        expected = np.zeros((3, 4), dtype=int)
+        expected[first, first] = 3  # items 0 and 3 in A/B, item 0 in B/A
+        expected[first, missing] = 1  # item 3 in B/A: unparseable
+        expected[second, tie] = 1  # item 1 in A/B
+        expected[second, second] = 1  # item 1 in B/A
+        expected[tie, tie] = 1  # item 2 in A/B
+        expected[tie, missing] = 1  # item 2 never asked in B/A
+        assert table.tolist() == expected.tolist()
+        assert table.sum() == bot["with_ties"]["n"] == 8
+        assert np.trace(table[:, :3]) == bot["with_ties"]["correct"]
+        echo = by_label(result["overall"]["judges"], "echo")
+        assert np.sum(result["plots"]["confusion"][str(echo["id"])]) == echo["with_ties"]["n"] == 4
 
     def test_a_judge_that_always_picks_the_first_shown_joke_loses_its_position_bonus(self, researcher):
         study, _, items = build_pairwise(researcher)

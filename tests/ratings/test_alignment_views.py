@@ -154,6 +154,25 @@ class TestFigures:
             ET.fromstring(svg)  # noqa: S314 - our own server's SVG, parsed to prove it is well-formed
 
 
+def test_a_both_orders_judges_confusion_matrix_counts_verdicts(owner_client, researcher):
+    from annotation.models import Rater
+    from tests.ratings.alignment_helpers import add_rater
+
+    study, humans, items = build_pairwise(researcher)
+    bot = add_rater(study, "bot", Rater.Kind.LLM)
+    for item in items:
+        judge_in_order(study, bot, item, "x", shown=["x", "y"])
+        judge_in_order(study, bot, item, "y", shown=["y", "x"], trial=1000, base_trial=0)
+    html = owner_client.get(page(study)).content.decode()
+    assert "both orders</span>" in html
+    assert "each order&#x27;s verdict counted" in html
+    report = stored(study)
+    svg = owner_client.get(f"/alignment/{study.slug}/reports/{report.pk}/plots/confusion-{bot.pk}.svg").content
+    root = ET.fromstring(svg)  # noqa: S314 - our own server's SVG
+    labels = " ".join("".join(el.itertext()) for el in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert "verdicts" in labels and "items" not in labels
+
+
 def test_a_models_only_study_shows_leaderboard_and_features(owner_client, researcher):
     from annotation.models import Judgment, Rater
     from tests.ratings.alignment_helpers import add_rater

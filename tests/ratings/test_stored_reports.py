@@ -24,32 +24,16 @@ from ratings.tasks import study_report_task
 from ratings.views import analysis_result
 from tests.judging.test_one_leaderboard import played
 from tests.ratings.alignment_helpers import build_ordinal
-from tests.ratings.test_alignment import binary_study
+from tests.ratings.test_alignment import voted_binary_study
 from tests.ratings.test_selectors import add_rater, judge, rate_all
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def rated_study(make_study):
-    """4 items rated 0–3 by three crowdworkers and an LLM."""
-    study = make_study(n_items=4, quota_per_item=10, name="Cat jokes")
-    for name, ratings in (("ann", [0, 1, 2, 3]), ("bob", [0, 1, 3, 3]), ("cy", [1, 1, 2, 2])):
-        rate_all(study, add_rater(study, name), ratings)
-    rate_all(study, add_rater(study, "gpt", Rater.Kind.LLM), [1, 1, 2, 3])
-    return study
-
-
-@pytest.fixture
 def owner(client, researcher):
     client.force_login(researcher)
     return client
-
-
-@pytest.fixture
-def by_worker(settings):
-    """No report is computed in a request: every one goes through the worker's task."""
-    settings.FUNNYBONE_REPORT_INLINE_JUDGMENTS = 0
 
 
 def analysis(study, **query):
@@ -213,13 +197,7 @@ class TestProtocolReport:
 
 class TestUndefinedMCC:
     def test_the_alignment_page_says_why_a_judges_mcc_is_undefined(self, owner, researcher):
-        study = binary_study(researcher)
-        items = list(study.items.order_by("position"))
-        truth = ["good", "bad", "good", "bad"]
-        for name in ("ann", "bob", "cat"):
-            rater = add_rater(study, name)
-            for item, label in zip(items, truth, strict=True):
-                judge(study, rater, item, {"label": label})
+        study, items = voted_binary_study(researcher)
         mute = add_rater(study, "mute", Rater.Kind.LLM)  # every answer unparseable
         for item in items:
             judge(study, mute, item, None, status=Judgment.Status.UNPARSEABLE)
