@@ -63,28 +63,36 @@ def _django() -> None:
 # -- building the study ----------------------------------------------------------------
 
 
+def _bench_study(name: str, stamp: str, *, quota: int):
+    """An open ordinal 0–3 study of the bench's own researcher."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Study
+
+    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
+    return Study.objects.create(
+        owner=owner,
+        name=f"{name} {stamp}",
+        slug=f"{name.lower().replace(' ', '-')}-{stamp}",
+        task_type="ordinal",
+        config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
+        quota_per_item=quota,
+        state=Study.State.OPEN,
+    )
+
+
 def build(n_judgments: int, n_raters: int, n_judges: int, seed: int = 7) -> int:
     """Create the study and its judgments; return the study id."""
-    from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.utils import timezone
 
-    from annotation.models import Assignment, Enrollment, Item, Judgment, Rater, Study
+    from annotation.models import Assignment, Enrollment, Item, Judgment, Rater
 
     rng = random.Random(seed)
     per_item = n_raters + n_judges
     n_items = max(1, n_judgments // per_item)
-    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
     stamp = f"{n_judgments}-{int(time.time())}"
-    study = Study.objects.create(
-        owner=owner,
-        name=f"Export bench {stamp}",
-        slug=f"export-bench-{stamp}",
-        task_type="ordinal",
-        config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
-        quota_per_item=n_raters,
-        state=Study.State.OPEN,
-    )
+    study = _bench_study("Export bench", stamp, quota=n_raters)
     Item.objects.bulk_create(
         (
             Item(study=study, external_id=f"joke-{i}", position=i, prompt=f"Setup {i}.", text=f"Punchline number {i}.")
@@ -193,11 +201,10 @@ def build_sliced(n_items: int, n_judgments: int, n_raters: int, n_judges: int, j
     Rows are made by ``INSERT … SELECT`` over ``generate_series`` in the database,
     so a million items and a million judgments take a few minutes, not an hour.
     """
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from annotation.models import Enrollment, Rater, Study
+    from annotation.models import Enrollment, Rater
 
     if connection.vendor != "postgresql":
         raise SystemExit("building a study by slices needs PostgreSQL (DATABASE_URL)")
@@ -206,19 +213,11 @@ def build_sliced(n_items: int, n_judgments: int, n_raters: int, n_judges: int, j
     if not 0 < n_human <= n_items or n_raters < 1:
         raise SystemExit(f"{n_judgments} judgments do not fit {n_items} items at quota 1 with these judges")
     rng = random.Random(seed)
-    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
     stamp = f"{n_items}i-{n_judgments}-{int(time.time())}"
     now = timezone.now()
     with transaction.atomic():
-        study = Study.objects.create(
-            owner=owner,
-            name=f"Pages bench {stamp}",
-            slug=f"pages-bench-{stamp}",
-            task_type="ordinal",
-            config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
-            quota_per_item=1,
-            state=Study.State.OPEN,
-        )
+        study = _bench_study("Pages bench", stamp, quota=1)
+        owner = study.owner
         people = Rater.objects.bulk_create(
             Rater(kind=Rater.Kind.CROWD, external_id=f"bench-{stamp}-p{r}") for r in range(n_raters)
         )
