@@ -179,7 +179,7 @@ def main() -> int:
             # What autovacuum does soon after a bulk load: statistics and the visibility map, so that
             # counts can read an index alone. Without it the first minutes after the load are slower.
             with connection.cursor() as cursor:
-                for table in ("annotation_judgment", "annotation_assignment", "annotation_item"):
+                for table in ("annotation_judgment", "annotation_assignment", "annotation_item", "judging_judgeunit"):
                     cursor.execute(f"VACUUM ANALYZE {table}")
     study = Study.objects.get(pk=study_pk)
     from ratings.models import StudyReport

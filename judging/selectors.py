@@ -223,10 +223,10 @@ class UnitRows:
     def __len__(self) -> int:
         return self._total
 
-    def __getitem__(self, page: slice) -> list[JudgeUnit]:
-        ids = list(self._ids[page])
-        return list(
-            JudgeUnit.objects.filter(pk__in=ids)
+    def __getitem__(self, page: slice):
+        # One query, run only when the table is shown (an htmx poll of the progress part never reads it).
+        return (
+            JudgeUnit.objects.filter(pk__in=self._ids[page])
             .select_related("item")
             .order_by("pk")
             .only(
