@@ -220,9 +220,11 @@ def main() -> int:
             ("new tournament", f"/judging/studies/{study.pk}/tournaments/new/"),
         ]
         if run is not None:
+            last_units = -(-run.units.count() // 50)  # judging.views.UNITS_PER_PAGE
             plain_pages += [
                 ("run page", f"/judging/runs/{run.pk}/"),
                 ("run, unit page 1000", f"/judging/runs/{run.pk}/?page=1000"),
+                (f"run, last unit page ({last_units})", f"/judging/runs/{run.pk}/?page={last_units}"),
                 ("run, problems only", f"/judging/runs/{run.pk}/?show=problems"),
             ]
         if args.study_file:
