@@ -340,14 +340,17 @@ def study_file_settings(study: Study) -> dict[str, Any]:
     return data
 
 
-def _item_entries(rows: list[tuple]) -> list[dict[str, Any]]:
-    """Study-file entries of a batch of item rows, with their candidates read in one query."""
+def _item_entries(rows: list[tuple], *, with_candidates: bool = True) -> list[dict[str, Any]]:
+    """Study-file entries of a batch of item rows, with their candidates read in one query (if any can exist)."""
     candidates: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for item_id, key, text, context, provenance in (
+    candidate_rows = (
         Candidate.objects.filter(item_id__in=[row[0] for row in rows])
         .order_by("position", "id")
         .values_list("item_id", "key", "text", "context", "provenance")
-    ):
+        if with_candidates
+        else ()
+    )
+    for item_id, key, text, context, provenance in candidate_rows:
         c: dict[str, Any] = {"key": key, "text": text}
         if context:
             c["context"] = context
@@ -377,8 +380,11 @@ def study_file_item_batches(study: Study) -> Iterator[list[dict[str, Any]]]:
     """The study's items as study-file entries, in listed order, ITEM_CHUNK at a time (never all at once).
 
     Plain rows rather than model instances: building a million models costs
-    more than writing the file.
+    more than writing the file. A study whose items have no candidates (a
+    rating study) is asked once, not once per batch: the 2,000 candidate
+    queries of a million-item study took a third of its download.
     """
+    with_candidates = Candidate.objects.filter(item__study=study).exists()
     rows = study.items.order_by("position", "id").values_list(
         "pk", "external_id", "prompt", "text", "metadata", "gold", "is_attention_check"
     )
@@ -386,10 +392,10 @@ def study_file_item_batches(study: Study) -> Iterator[list[dict[str, Any]]]:
     for row in rows.iterator(chunk_size=ITEM_CHUNK):
         batch.append(row)
         if len(batch) == ITEM_CHUNK:
-            yield _item_entries(batch)
+            yield _item_entries(batch, with_candidates=with_candidates)
             batch = []
     if batch:
-        yield _item_entries(batch)
+        yield _item_entries(batch, with_candidates=with_candidates)
 
 
 def study_file_sections(study: Study) -> dict[str, Any]:

@@ -63,28 +63,36 @@ def _django() -> None:
 # -- building the study ----------------------------------------------------------------
 
 
+def _bench_study(name: str, stamp: str, *, quota: int):
+    """An open ordinal 0–3 study of the bench's own researcher."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Study
+
+    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
+    return Study.objects.create(
+        owner=owner,
+        name=f"{name} {stamp}",
+        slug=f"{name.lower().replace(' ', '-')}-{stamp}",
+        task_type="ordinal",
+        config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
+        quota_per_item=quota,
+        state=Study.State.OPEN,
+    )
+
+
 def build(n_judgments: int, n_raters: int, n_judges: int, seed: int = 7) -> int:
     """Create the study and its judgments; return the study id."""
-    from django.contrib.auth import get_user_model
     from django.db import transaction
     from django.utils import timezone
 
-    from annotation.models import Assignment, Enrollment, Item, Judgment, Rater, Study
+    from annotation.models import Assignment, Enrollment, Item, Judgment, Rater
 
     rng = random.Random(seed)
     per_item = n_raters + n_judges
     n_items = max(1, n_judgments // per_item)
-    owner, _ = get_user_model().objects.get_or_create(username="bench-export")
     stamp = f"{n_judgments}-{int(time.time())}"
-    study = Study.objects.create(
-        owner=owner,
-        name=f"Export bench {stamp}",
-        slug=f"export-bench-{stamp}",
-        task_type="ordinal",
-        config={"points": [0, 1, 2, 3], "labels": ["Not funny", "Somewhat funny", "Funny", "Very funny"]},
-        quota_per_item=n_raters,
-        state=Study.State.OPEN,
-    )
+    study = _bench_study("Export bench", stamp, quota=n_raters)
     Item.objects.bulk_create(
         (
             Item(study=study, external_id=f"joke-{i}", position=i, prompt=f"Setup {i}.", text=f"Punchline number {i}.")
@@ -178,22 +186,149 @@ def build(n_judgments: int, n_raters: int, n_judges: int, seed: int = 7) -> int:
     return study.pk
 
 
-def built_or_reused(reuse: int | None, n_judgments: int, n_raters: int, n_judges: int) -> int:
-    """Study ``reuse``, or a new one from :func:`build` once PostgreSQL has caught up with the load."""
+def built_or_reused(
+    reuse: int | None, n_judgments: int, n_raters: int, n_judges: int, *, n_items: int = 0, judge_items: int = 0
+) -> int:
+    """Study ``reuse``, or a new one once PostgreSQL has caught up with the load: from :func:`build_sliced`
+    when ``n_items`` is given (a quota-1 study of that many items), else from :func:`build`."""
     if reuse:
         return reuse
     from django.db import connection
 
     start = time.perf_counter()
-    study_pk = build(n_judgments, n_raters, n_judges)
+    if n_items:
+        study_pk = build_sliced(n_items, n_judgments, n_raters, n_judges, judge_items)
+    else:
+        study_pk = build(n_judgments, n_raters, n_judges)
     print(f"built study {study_pk} in {time.perf_counter() - start:.0f} s (reuse it with --study {study_pk})")
     if connection.vendor == "postgresql":
         # What autovacuum does soon after a bulk load: statistics and the visibility map, so that
         # counts can read an index alone. Without it the first minutes after the load are slower.
         with connection.cursor() as cursor:
-            for table in ("annotation_judgment", "annotation_assignment", "annotation_item"):
+            for table in ("annotation_judgment", "annotation_assignment", "annotation_item", "judging_judgeunit"):
                 cursor.execute(f"VACUUM ANALYZE {table}")
     return study_pk
+
+
+def build_sliced(n_items: int, n_judgments: int, n_raters: int, n_judges: int, judge_items: int, seed: int = 7) -> int:
+    """A quota-1 crowd study of ``n_items`` items, built in SQL on PostgreSQL; return the study id.
+
+    The study as a crowd platform leaves it: every judged item has one person's
+    answer, ``n_raters`` people each took one contiguous slice of the items in
+    import order, and ``n_judges`` LLM judges each judged the first
+    ``judge_items`` items (so judges and people overlap there). The people's
+    answers are ``n_judgments`` less the judges'; the items after them are still
+    open (no place taken). Ratings are 0–3 around each rater's own leaning. The
+    first judge is a judge config whose run over every item is still running:
+    the items it judged are its done units, the rest are pending.
+
+    Rows are made by ``INSERT … SELECT`` over ``generate_series`` in the database,
+    so a million items and a million judgments take a few minutes, not an hour.
+    """
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotation.models import Enrollment, Rater
+
+    if connection.vendor != "postgresql":
+        raise SystemExit("building a study by slices needs PostgreSQL (DATABASE_URL)")
+    judge_items = min(judge_items, n_items) if n_judges else 0
+    n_human = n_judgments - n_judges * judge_items
+    if not 0 < n_human <= n_items or n_raters < 1:
+        raise SystemExit(f"{n_judgments} judgments do not fit {n_items} items at quota 1 with these judges")
+    rng = random.Random(seed)
+    stamp = f"{n_items}i-{n_judgments}-{int(time.time())}"
+    now = timezone.now()
+    with transaction.atomic():
+        study = _bench_study("Pages bench", stamp, quota=1)
+        owner = study.owner
+        people = Rater.objects.bulk_create(
+            Rater(kind=Rater.Kind.CROWD, external_id=f"bench-{stamp}-p{r}") for r in range(n_raters)
+        )
+        judges = Rater.objects.bulk_create(Rater(kind=Rater.Kind.LLM, name=f"judge-{r}") for r in range(n_judges))
+        Enrollment.objects.bulk_create(
+            Enrollment(study=study, rater=r, consented_at=now, instructed_at=now, completed_at=now) for r in people
+        )
+    # Rater r (0-based) judged human items [r·H/R, (r+1)·H/R): rater index = position·R div H.
+    leaning = [(r.pk, round(rng.random(), 3)) for r in people + judges]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO annotation_item (study_id, external_id, position, prompt, text, metadata, "
+            "is_attention_check, places_taken) "
+            "SELECT %s, 'joke-' || i, i, 'Setup ' || i || '.', 'Punchline number ' || i || '.', '{}', false, "
+            "CASE WHEN i < %s THEN 1 ELSE 0 END FROM generate_series(0, %s - 1) AS i",
+            [study.pk, n_human, n_items],
+        )
+        cursor.execute("CREATE TEMP TABLE bench_rater (idx int, rater_id bigint, leaning float8, human boolean)")
+        cursor.executemany(
+            "INSERT INTO bench_rater VALUES (%s, %s, %s, %s)",
+            [(i, pk, lean, i < n_raters) for i, (pk, lean) in enumerate(leaning)],
+        )
+        # People: one assignment per judged item; judges: one per item of their sample, ordered after the people.
+        cursor.execute(
+            "INSERT INTO annotation_assignment (study_id, item_id, rater_id, trial, sequence, state, shown_order, "
+            "leased_at, lease_expires_at, shown_at) "
+            "SELECT i.study_id, i.id, r.rater_id, 0, i.position - (r.idx::bigint * %s + %s - 1) / %s, 'done', '[]', "
+            "%s, %s, %s FROM annotation_item i JOIN bench_rater r ON r.human AND r.idx = (i.position::bigint * %s) / %s "
+            "WHERE i.study_id = %s AND i.position < %s",
+            [n_human, n_raters, n_raters, now, now, now, n_raters, n_human, study.pk, n_human],
+        )
+        cursor.execute(
+            "INSERT INTO annotation_assignment (study_id, item_id, rater_id, trial, sequence, state, shown_order, "
+            "leased_at, lease_expires_at, shown_at) "
+            "SELECT i.study_id, i.id, r.rater_id, 0, i.position, 'done', '[]', %s, %s, %s "
+            "FROM annotation_item i CROSS JOIN bench_rater r WHERE NOT r.human AND i.study_id = %s AND i.position < %s",
+            [now, now, now, study.pk, judge_items],
+        )
+        # A rating near 1.5 + leaning (Box–Muller normal noise), clipped to 0–3; people take 1.5–20 s per item.
+        cursor.execute("SELECT setseed(%s)", [seed / 100])
+        cursor.execute(
+            "INSERT INTO annotation_judgment (assignment_id, study_id, item_id, rater_id, status, value, shown_order, "
+            "duration_ms, too_fast, attention_passed, provenance, created_at) "
+            "SELECT a.id, a.study_id, a.item_id, a.rater_id, 'ok', jsonb_build_object('rating', g.rating), '[]', "
+            "CASE WHEN r.human THEN 1500 + floor(random() * 18500)::int END, false, NULL, "
+            "CASE WHEN r.human THEN '{}'::jsonb ELSE jsonb_build_object('raw_response', g.rating::text, "
+            "'usage', jsonb_build_object('prompt_tokens', 180, 'completion_tokens', 1), "
+            "'latency_ms', 200 + floor(random() * 700)::int) END, "
+            "%s::timestamptz - make_interval(secs => %s - a.sequence) "
+            "FROM annotation_assignment a JOIN bench_rater r ON r.rater_id = a.rater_id "
+            "CROSS JOIN LATERAL (SELECT least(3, greatest(0, round(1.5 + r.leaning + "
+            "sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))))::int AS rating) g "
+            "WHERE a.study_id = %s",
+            [now, n_items, study.pk],
+        )
+        cursor.execute("DROP TABLE bench_rater")
+    if judges:
+        _judge_run_in_progress(study, judges[0], owner, now)
+    return study.pk
+
+
+def _judge_run_in_progress(study, rater, owner, now) -> None:
+    """The first judge as a judge config with a run over every item, still running: its judged items done."""
+    from django.db import connection
+
+    from judging.models import JudgeConfig, JudgeRun
+
+    judge = JudgeConfig.objects.create(
+        rater=rater, owner=owner, name=f"{rater.name} {study.pk}", model="bench-model", base_url="http://127.0.0.1:9/v1"
+    )
+    run = JudgeRun.objects.create(
+        study=study, judge=judge, created_by=owner, status="running", started_at=now, heartbeat_at=now
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO judging_judgeunit (run_id, item_id, trial, swapped, status, attempts, claimed_by, "
+            "claimed_until, finished_at, assignment_id, outcome, reason, error, prompt_tokens, completion_tokens, "
+            "answer_excerpt) "
+            "SELECT %s, i.id, 0, false, CASE WHEN a.id IS NULL THEN 'pending' ELSE 'done' END, "
+            "CASE WHEN a.id IS NULL THEN 0 ELSE 1 END, '', NULL, CASE WHEN a.id IS NULL THEN NULL ELSE %s END, a.id, "
+            "CASE WHEN a.id IS NULL THEN '' ELSE 'ok' END, '', '', CASE WHEN a.id IS NULL THEN 0 ELSE 180 END, "
+            "CASE WHEN a.id IS NULL THEN 0 ELSE 1 END, coalesce(j.value->>'rating', '') "
+            "FROM annotation_item i LEFT JOIN annotation_assignment a ON a.item_id = i.id AND a.rater_id = %s "
+            "LEFT JOIN annotation_judgment j ON j.assignment_id = a.id "
+            "WHERE i.study_id = %s AND NOT i.is_attention_check",
+            [run.pk, now, rater.pk, study.pk],
+        )
 
 
 def _insert(model, columns: list[str], rows: list[tuple]) -> None:

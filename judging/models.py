@@ -314,6 +314,10 @@ class UnitOutcome(models.TextChoices):
     ALREADY = "already", "Already judged"
 
 
+#: The outcomes of units that got no usable answer.
+PROBLEM_OUTCOMES = (UnitOutcome.FAILED, UnitOutcome.UNPARSEABLE)
+
+
 class JudgeUnit(WorkUnit):
     """One (item, trial, order) of a run. ``swapped`` is the B/A variant in both-orders mode.
 
@@ -343,7 +347,15 @@ class JudgeUnit(WorkUnit):
                 condition=~Q(status="done") | Q(assignment__isnull=False), name="judge_unit_done_has_assignment"
             ),
         ]
-        indexes = [models.Index(fields=["run", "status", "claimed_until"])]
+        indexes = [
+            models.Index(fields=["run", "status", "claimed_until"]),
+            # The run page's table: a page of units in id order (which is item order), from the index alone.
+            models.Index(fields=["run", "id"], name="judge_unit_run_id_idx"),
+            # The failed and unparseable units: the page's reasons and its "only problems" table.
+            models.Index(
+                fields=["run", "id"], condition=Q(outcome__in=PROBLEM_OUTCOMES), name="judge_unit_problem_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"unit {self.pk} of run {self.run_id}"

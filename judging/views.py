@@ -187,8 +187,8 @@ UNITS_PER_PAGE = 50
 
 def _run_page(request: HttpRequest, run: JudgeRun) -> HttpResponse:
     problems_only = request.GET.get("show") == "problems"
-    units = Paginator(run_unit_rows(run=run, problems_only=problems_only), UNITS_PER_PAGE)
     progress = run_progress(run=run)
+    units = Paginator(run_unit_rows(run=run, progress=progress, problems_only=problems_only), UNITS_PER_PAGE)
     context = {
         "run": run,
         "progress": progress,

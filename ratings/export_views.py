@@ -64,7 +64,11 @@ class ExportForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.study = study
         raters = study.enrollments.filter(rater__kind__in=HUMAN_KINDS).select_related("rater").order_by("rater_id")
-        self.fields["rater"].choices = [(e.rater_id, f"R{e.rater_id} {e.rater}") for e in raters]
+        # One more than the most the page lists: enough to tell that there are too many, never all of them.
+        raters = list(raters[: SUBSET_CHOICES_MAX + 1])
+        self.too_many_raters = len(raters) > SUBSET_CHOICES_MAX
+        if not self.too_many_raters:
+            self.fields["rater"].choices = [(e.rater_id, f"R{e.rater_id} {e.rater}") for e in raters]
 
     def clean_rater(self) -> list[int]:
         return clean_subset(study=self.study, rater_ids=self.cleaned_data.get("rater") or [])
@@ -75,6 +79,7 @@ def _page(request: HttpRequest, study: Study, form: ExportForm, *, status_code: 
         "study": study,
         "form": form,
         "exports": study.exports.select_related("created_by")[:RECENT],
+        "subset_choices_max": SUBSET_CHOICES_MAX,
     }
     return render(request, "ratings/exports/export_page.html", context, status=status_code)
 

@@ -4,6 +4,8 @@ import json
 
 import pytest
 import yaml
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -166,6 +168,15 @@ class TestStudyFileDownload:
         # settings, "items:", one chunk per batch of items
         assert len(chunks) == 2 + 2
 
+    def test_items_without_candidates_cost_no_candidate_query_per_batch(self, researcher):
+        study = study_create(owner=researcher, name="Ratings only", task_type="ordinal")
+        items_create(study=study, items=[ItemSpec(external_id=f"i{n}", text="x") for n in range(2 * ITEM_CHUNK + 1)])
+        with CaptureQueriesContext(connection) as queries:
+            body = "".join(study_file_json_chunks(study))
+        assert len(json.loads(body)["items"]) == 2 * ITEM_CHUNK + 1
+        asked = [q["sql"] for q in queries if '"annotation_candidate"' in q["sql"]]
+        assert len(asked) == 1 and asked[0].endswith("LIMIT 1")  # once for the whole study, not once per batch
+
     def test_an_unknown_format_is_refused(self, client, researcher, rich_study):
         client.force_login(researcher)
         assert client.get(self.url(rich_study, "xml")).status_code == 400
@@ -218,9 +229,6 @@ class TestLeaderboardPages:
 
 class TestStudyList:
     def test_counts_do_not_multiply_items_by_judgments(self, client, researcher, half_judged):
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
         from annotation.selectors import studies_owned
 
         with CaptureQueriesContext(connection) as queries:

@@ -6,6 +6,8 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Judgment
 from judging.models import JudgeRun
@@ -141,6 +143,43 @@ class TestRetryFromThePage:
         last = rita.get(f"/judging/runs/{run.pk}/?page=3").content.decode()
         assert "Page 3 of 3" in last and "item-119" in last
         assert rita.get(f"/judging/runs/{run.pk}/?page=abc").status_code == 200
+
+    def test_the_unit_table_is_in_item_order_and_reads_only_its_page(self, rita, researcher, make_study):
+        """Units are listed by their items' import order, read a page of ids at a time: no query sorts by
+        item position or counts the units again, and a deep page costs the queries of the first."""
+        baseline = ensure_baseline_judges(owner=researcher)[0]
+        small, big = make_study(n_items=120, name="small"), make_study(n_items=360, name="big")
+        for study in (small, big):
+            # Import order is not id order: the items were imported last to first.
+            for item in study.items.all():
+                item.position = 10_000 - item.position
+                item.save(update_fields=["position"])
+        runs = {study.pk: run_create(study=study, judge=baseline, enqueue=False) for study in (small, big)}
+        for run in runs.values():
+            process_run(run_id=run.pk)
+        small_run, big_run = runs[small.pk], runs[big.pk]
+
+        first = rita.get(f"/judging/runs/{small_run.pk}/").content.decode()
+        assert "Page 1 of 3" in first and "item-119 " in first and "item-0 " not in first
+        assert first.index("item-119 ") < first.index("item-118 ") < first.index("item-70 ")
+        last = rita.get(f"/judging/runs/{small_run.pk}/?page=3").content.decode()
+        assert "item-0 " in last and last.index("item-19 ") < last.index("item-0 ") and "item-20 " not in last
+
+        def queries(url):
+            with CaptureQueriesContext(connection) as captured:
+                assert rita.get(url).status_code == 200
+            return [q["sql"] for q in captured.captured_queries]
+
+        shown = [
+            queries(f"/judging/runs/{small_run.pk}/"),
+            queries(f"/judging/runs/{small_run.pk}/?page=3"),
+            queries(f"/judging/runs/{big_run.pk}/?page=7"),
+            queries(f"/judging/runs/{big_run.pk}/?show=problems"),
+        ]
+        assert len({len(sqls) for sqls in shown[:3]}) == 1 and len(shown[3]) <= len(shown[0])
+        for sqls in shown:
+            assert not any('"annotation_item"."position"' in sql for sql in sqls)
+            assert not any(sql.startswith("SELECT COUNT(*)") for sql in sqls)
 
 
 class TestRetryFromTheApiAndTheCommandLine:

@@ -5,9 +5,12 @@ import json
 
 import pandas as pd
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from annotation.models import Rater
 from ratings.models import Export
 from ratings.tasks import export_study_task
 from tests.conftest import build_study
@@ -61,6 +64,18 @@ class TestExportPage:
     def test_another_researcher_gets_a_404(self, csrf_client, study, other_researcher):
         response = login(csrf_client, "otto").get(reverse("exports:page", args=[study.slug]))
         assert response.status_code == 404
+
+    def test_too_many_raters_to_list_are_not_read_and_a_posted_subset_is_refused(self, csrf_client, study, monkeypatch):
+        monkeypatch.setattr("ratings.export_views.SUBSET_CHOICES_MAX", 1)
+        client = login(csrf_client, "rita")
+        with CaptureQueriesContext(connection) as captured:
+            body = client.get(reverse("exports:page", args=[study.slug])).content.decode()
+        assert 'name="rater"' not in body and "more than 1 raters, too many to list" in body
+        enrollments = [q["sql"] for q in captured.captured_queries if '"annotation_enrollment"' in q["sql"]]
+        assert len(enrollments) == 1 and enrollments[0].endswith("LIMIT 2")
+        p1 = Rater.objects.get(external_id="p1")
+        response = post(client, study, {"format": "xlsx", "rater": [p1.pk]})
+        assert response.status_code == 400 and "rater" in response.context["form"].errors
 
     def test_an_anonymous_visitor_is_sent_to_log_in(self, csrf_client, study):
         response = csrf_client.get(reverse("exports:page", args=[study.slug]))
