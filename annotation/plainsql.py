@@ -93,7 +93,9 @@ def insert(instance: Model) -> Model:
     """Insert a new instance in one statement and give it its id: ``objects.create`` without the ORM's compiler.
 
     Defaults, ``auto_now_add`` and the fields' database preparation apply as in
-    ``save()``; there are no signals to send (the project registers none).
+    ``save()``. No signal is sent: the project's ``post_save`` receivers
+    (``annotation.study_changes``) leave new rows to the counts, and its callers
+    insert judgments and assignments, whose other receivers nothing has.
     """
     meta = instance._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
@@ -113,7 +115,11 @@ def insert(instance: Model) -> Model:
 
 
 def update(model: type[Model], pk: int, **values: Any) -> int:
-    """``UPDATE ... SET field = value, ... WHERE pk = pk`` with each value prepared by its field; rows changed."""
+    """``UPDATE ... SET field = value, ... WHERE pk = pk`` with each value prepared by its field; rows changed.
+
+    Like ``QuerySet.update`` it sends no signal: a field a stored report reads is not to be written here
+    (``annotation.study_changes``); the answer path writes an assignment's state and a walk's cursor.
+    """
     fields = [model._meta.get_field(name) for name in values]
     assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
     params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
