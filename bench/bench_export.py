@@ -421,7 +421,7 @@ def main() -> None:
                 + (f" {result['heap_mb']:>8.0f}" if "heap_mb" in result else "")
             )
             sys.stdout.flush()
-    print(f"(bench process peak RSS {_own_peak_mb():.0f} MB: what wait4's ru_maxrss would have given every phase as a floor)")
+    print(f"(bench process peak RSS {_own_peak_mb():.0f} MB: wait4's ru_maxrss would give each phase at least this)")
     if engine == "sqlite3":
         for leftover in Path(scratch).iterdir():
             leftover.unlink()

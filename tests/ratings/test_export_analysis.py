@@ -10,7 +10,6 @@ import json
 import math
 import shutil
 import subprocess
-
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -21,12 +20,12 @@ import pytest
 
 from annotation.models import Item, Judgment, Rater
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
-from ratings.exports.csv_jsonl import COLUMNS, write_csv, write_csv_raw
 from ratings.exports import parquet
+from ratings.exports.csv_jsonl import COLUMNS, write_csv, write_csv_raw
 from ratings.exports.long_rows import judgment_rows
 from ratings.exports.parquet import PARQUET_CELLS, SCHEMA, write_parquet
-from ratings.exports.study_data import load_study
 from ratings.exports.services import write_export
+from ratings.exports.study_data import load_study
 from ratings.models import Export
 from tests.conftest import build_study
 from tests.ratings.export_helpers import judge_directly, rate_as_crowd
