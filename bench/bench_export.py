@@ -14,8 +14,14 @@ by default a temporary SQLite file that is deleted afterwards.
 build the bench runs ``ANALYZE`` (PostgreSQL), as autovacuum would soon after
 a real study filled up.
 
-Each measured phase then runs in its own child process, so its peak resident
-memory (``ru_maxrss`` from ``wait4``) is its own:
+Each measured phase then runs in its own child process, which reports its own
+peak resident memory: ``VmHWM`` from ``/proc/self/status`` at the end of the
+phase, the high-water mark of the address space the child got at ``exec``.
+(``ru_maxrss`` from ``wait4`` is not that on Linux: exec carries the parent's
+high-water mark over into the child's, so every phase would read at least the
+bench process's own peak, Django plus a build of the study. The header prints
+that figure.) With ``--tracemalloc`` the child also reports the peak of the
+Python heap (``tracemalloc``), which makes the phases slower; time them without.
 
 * ``idle``      Django set up and nothing else: the floor under every figure;
 * ``csv``       the spreadsheet-safe long-format CSV;
@@ -464,13 +470,29 @@ def _reference_xlsx(study, target: Path) -> int:
     return n
 
 
-def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
-    """Run one phase in a child process; its own peak RSS comes from wait4."""
+def _own_peak_mb() -> float:
+    """This process's peak resident memory since it was exec'd (Linux ``VmHWM``), in MiB."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # elsewhere: includes what exec inherited
+
+
+def measure(phase: str, study_id: int, out_dir: str, cap: float, trace: bool = False) -> dict:
+    """Run one phase in a child process, which reports its own peak RSS (and Python heap with ``trace``)."""
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
+    if trace:
+        command.append("--tracemalloc")
     child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
     deadline = time.monotonic() + cap
     while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        pid, status, _usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() > deadline:
@@ -481,9 +503,7 @@ def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
     output = child.stdout.read()
     if os.waitstatus_to_exitcode(status) != 0:
         return {"skipped": f"failed (exit {os.waitstatus_to_exitcode(status)})"}
-    result = json.loads(output.strip().splitlines()[-1])
-    result["peak_mb"] = usage.ru_maxrss / 1024  # Linux reports KiB
-    return result
+    return json.loads(output.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -496,11 +516,20 @@ def main() -> None:
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--study", type=int, help="measure this existing study instead of building one")
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--tracemalloc", action="store_true", help="also report each phase's Python heap peak")
     args = parser.parse_args()
 
     if args.phase:  # a child: one phase, one JSON line
+        if args.tracemalloc:
+            import tracemalloc
+
+            tracemalloc.start()
         _django()
-        print(json.dumps(run_phase(args.phase, args.study, args.out)))
+        result = run_phase(args.phase, args.study, args.out)
+        result["peak_mb"] = _own_peak_mb()
+        if args.tracemalloc:
+            result["heap_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        print(json.dumps(result))
         return
 
     scratch = tempfile.mkdtemp(prefix="fb-bench-export-")
@@ -517,7 +546,8 @@ def main() -> None:
         f"database: {engine}; raters per item: {args.raters} human + {args.judges} LLM; cap {args.cap:.0f}s; "
         f"{os.cpu_count()} CPU(s), load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'judgments':>10} {'phase':>9} {'seconds':>9} {'peak MB':>9} {'rows':>9} {'file MB':>8}")
+    heap = f" {'heap MB':>8}" if args.tracemalloc else ""
+    print(f"{'judgments':>10} {'phase':>9} {'seconds':>9} {'peak MB':>9} {'rows':>9} {'file MB':>8}{heap}")
     studies = [(None, args.study)] if args.study else [(int(s), None) for s in args.sizes.split(",")]
     for size, study_id in studies:
         if study_id is None:
@@ -534,15 +564,17 @@ def main() -> None:
 
             size = Judgment.objects.filter(study_id=study_id).count()
         for phase in phases:
-            result = measure(phase, study_id, scratch, args.cap)
+            result = measure(phase, study_id, scratch, args.cap, args.tracemalloc)
             if "skipped" in result:
                 print(f"{size:>10} {phase:>9} {'skipped ' + result['skipped']:>30}")
                 continue
             print(
                 f"{size:>10} {phase:>9} {result['seconds']:>9.1f} {result['peak_mb']:>9.0f} "
                 f"{result['rows']:>9} {result['bytes'] / 2**20:>8.1f}"
+                + (f" {result['heap_mb']:>8.0f}" if "heap_mb" in result else "")
             )
             sys.stdout.flush()
+    print(f"(bench process peak RSS {_own_peak_mb():.0f} MB: wait4's ru_maxrss would give each phase at least this)")
     if engine == "sqlite3":
         for leftover in Path(scratch).iterdir():
             leftover.unlink()

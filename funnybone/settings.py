@@ -5,12 +5,18 @@ Celery broker (no servers needed). Set ``DATABASE_URL`` and
 ``CELERY_BROKER_URL`` (or ``REDIS_URL``) for PostgreSQL and Redis/RabbitMQ.
 """
 
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.utils.csp import CSP
 
 from .env import env_bool, env_int, env_list, env_str
+
+# Arrow (the Parquet export) allocates with malloc: its default allocator, mimalloc,
+# keeps ~20 MB more resident in the exporting process (docs/load.md). Set before
+# anything imports pyarrow; an operator's own choice wins.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("FUNNYBONE_DATA_DIR", str(BASE_DIR / "var")))

@@ -23,7 +23,7 @@ from annotation.task_types import Level, TaskType, get_task_type
 
 CHUNK = 5000
 # Rows fetched from the server-side cursor per round trip when a whole study is streamed.
-STREAM_CHUNK = 20_000
+STREAM_CHUNK = 5_000
 # Distinct judgment values kept parsed at once (written answers rarely repeat).
 PARSED_MEMO = 20_000
 HUMAN_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)

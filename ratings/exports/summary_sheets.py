@@ -224,11 +224,13 @@ def write_agreement(data: StudyData, sheet, matrix: np.ndarray | None, note: str
     if rated.sum() < 2:
         _note(sheet, "Agreement needs at least two items rated by the included human raters.")
         return
-    groups: list[tuple[str, np.ndarray]] = [("All included human raters", matrix[rated])]
+    # Every item rated (the usual case): the matrix itself, not a copy of it.
+    everyone = matrix if rated.all() else matrix[rated]
+    groups: list[tuple[str, np.ndarray]] = [("All included human raters", everyone)]
     if data.subset:
         columns = [i for i, r in enumerate(data.included) if r.in_subset]
         if len(columns) >= 2:
-            groups.append(("Selected subset", matrix[rated][:, columns]))
+            groups.append(("Selected subset", everyone[:, columns]))
     results = []
     for name, values in groups:
         try:

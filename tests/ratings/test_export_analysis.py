@@ -10,16 +10,22 @@ import json
 import math
 import shutil
 import subprocess
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from annotation.models import Item, Judgment, Rater
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
+from ratings.exports import parquet
 from ratings.exports.csv_jsonl import COLUMNS, write_csv, write_csv_raw
-from ratings.exports.parquet import SCHEMA, write_parquet
+from ratings.exports.long_rows import judgment_rows
+from ratings.exports.parquet import PARQUET_CELLS, SCHEMA, write_parquet
 from ratings.exports.services import write_export
+from ratings.exports.study_data import load_study
 from ratings.models import Export
 from tests.conftest import build_study
 from tests.ratings.export_helpers import judge_directly, rate_as_crowd
@@ -181,6 +187,58 @@ class TestParquet:
         frame = pd.read_parquet(path)
         assert sorted(frame["numeric"]) == [-2.0, 0.0, 3.0]
         assert frame["judgment_id"].dtype == "int64"
+
+    def test_a_file_of_many_row_groups_holds_every_row_as_pyarrow_would_convert_it(
+        self, written, tmp_path, monkeypatch
+    ):
+        monkeypatch.setattr(parquet, "ROW_GROUP", 3)
+        path = tmp_path / "judgments.parquet"
+        assert write_parquet(written, str(path)) == len(TEXTS) + 1
+        assert pq.ParquetFile(path).metadata.num_row_groups == 3
+        # The reference: the same rows (times as datetimes) through pyarrow's own conversion of Python values.
+        cells = replace(PARQUET_CELLS, when=lambda moment: moment)
+        rows = [dict(zip(COLUMNS, row, strict=True)) for row in judgment_rows(load_study(written), cells)]
+        assert pq.read_table(path).to_pylist() == pa.Table.from_pylist(rows, schema=SCHEMA).to_pylist()
+
+    def test_columns_are_built_with_nulls_empty_texts_and_lists_in_every_kind(self):
+        moment = datetime(2026, 11, 24, 12, 0, 0, 123456, tzinfo=UTC)
+        full = {
+            "study": "s",
+            "judgment_id": 2**40,
+            "item": "項目",
+            "item_is_attention_check": False,
+            "rater_id": 7,
+            "rater_kind": "crowd",
+            "rater_external_id": "",
+            "rater_name": "=cmd",
+            "rater_excluded": True,
+            "trial": 1,
+            "status": "ok",
+            "value": '{"a": 1}',
+            "value_label": "笑",
+            "numeric": 2.5,
+            "chosen_candidates": ["a", "b"],
+            "chosen_candidate_provenance": "{}",
+            "shown_order": "[]",
+            "duration_ms": 1500,
+            "too_fast": False,
+            "attention_passed": True,
+            "created_at": moment,
+            "provenance": "{}",
+        }
+        empty = dict.fromkeys(COLUMNS) | {"chosen_candidates": []}
+        rows = [full, empty, dict.fromkeys(COLUMNS), full | {"item": "", "numeric": float("nan")}]
+        as_cells = [
+            tuple((v - parquet.EPOCH) // parquet.MICROSECOND if isinstance(v, datetime) else v for v in row.values())
+            for row in rows
+        ]
+        built = parquet._table(as_cells, SCHEMA)
+        reference = pa.Table.from_pylist(rows, schema=SCHEMA)
+        assert built.schema.equals(reference.schema)
+        assert built.to_pylist()[:3] == reference.to_pylist()[:3]
+        assert built.column("item").to_pylist()[3] == ""
+        assert math.isnan(built.column("numeric").to_pylist()[3])
+        assert [built.column(c).null_count for c in ("value", "chosen_candidates", "created_at")] == [2, 1, 2]
 
     def test_an_empty_study_writes_the_schema_and_no_rows(self, researcher, tmp_path):
         path = tmp_path / "empty.parquet"

@@ -9,6 +9,8 @@ from openpyxl import load_workbook
 
 from annotation.models import Enrollment, Item, Judgment, Rater
 from annotation.services.studies import ItemSpec, items_create
+from ratings.exports import item_figures
+from ratings.exports.item_figures import ScaleFigures
 from ratings.exports.judge_sheets import judge_provenance
 from ratings.exports.workbook import SHEETS, write_workbook
 from tests.conftest import build_study
@@ -145,6 +147,36 @@ class TestItemsSheet:
         frame = pd.read_excel(path, sheet_name="Items")
         assert frame["Item"].tolist() == CONSENSUS_ORDER
         assert frame["Rank"].tolist() == [1, 2, 3, 4, 5]
+
+    def test_scale_figures_are_the_same_whether_items_come_in_one_batch_or_many(self, monkeypatch):
+        class Scale:  # the two things ScaleFigures asks of a study: its points and each value's number
+            def scale_points(self):
+                return [0.0, 1.0, 2.0, 3.0]
+
+            def number(self, item_id, value):
+                return float(value)
+
+        ratings = {10: [3, 3, 2], 11: [], 12: [1], 13: [3, 2, 3], 14: [0, 3]}
+
+        def rows(batch):
+            monkeypatch.setattr(item_figures, "BATCH", batch)
+            figures = ScaleFigures(Scale())
+            for item_id, values in ratings.items():
+                figures.add(item_id, values)
+            return list(figures.sorted_rows())
+
+        many = rows(2)
+        assert many == rows(4096)
+        # Descending median, then mean, then listed position; the unrated item last.
+        assert [item_id for item_id, _ in many] == [10, 13, 14, 12, 11]
+        by_item = dict(many)
+        n, median, mean, sd, exact, adjacent, mad, equal, within_one, majority = by_item[10]
+        assert (n, median, majority, exact, adjacent, equal, within_one) == (3, 3.0, 3.0, 66.67, 100.0, "no", "yes")
+        assert mean == pytest.approx(8 / 3) and sd == pytest.approx(statistics.stdev([3, 3, 2]))
+        assert mad == pytest.approx(statistics.mean(abs(x - 8 / 3) for x in [3, 3, 2]))
+        assert by_item[14][7:9] == ["no", "no"]
+        assert by_item[12] == [1, 1.0, 1.0, None, None, None, None, None, None, 1.0]
+        assert by_item[11] == [0, *([None] * 9)]
 
     def test_per_item_figures_come_from_the_included_raters_only(self, exported):
         _, path = exported
