@@ -42,6 +42,7 @@ import os
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -340,31 +341,21 @@ def main(argv: list[str] | None = None) -> int:
                 for concurrency in levels:
                     rates = {}
                     for label, prefix in paths:
-                        if args.warmup:
-                            # Database connections opened, code and templates loaded: the steady state is measured.
-                            *_, warm_audit = run_level(
-                                base_url=running.url,
-                                concurrency=concurrency,
-                                submissions=args.warmup,
-                                quota=args.quota,
-                                mode=args.mode,
-                                time_limit=args.time_limit,
-                                snapshot=lambda: cpu_snapshot(running if server else None, database_name),
-                                n_items=None,
-                                prefix=prefix,
-                            )
-                            audits.append((f"{label} C={concurrency} warm-up", warm_audit))
-                        logs, timings, wall, cpu, audit = run_level(
+                        level = partial(
+                            run_level,
                             base_url=running.url,
                             concurrency=concurrency,
-                            submissions=args.submissions,
                             quota=args.quota,
                             mode=args.mode,
                             time_limit=args.time_limit,
                             snapshot=lambda: cpu_snapshot(running if server else None, database_name),
-                            n_items=args.items,
                             prefix=prefix,
                         )
+                        if args.warmup:
+                            # Database connections opened, code and templates loaded: the steady state is measured.
+                            *_, warm_audit = level(submissions=args.warmup, n_items=None)
+                            audits.append((f"{label} C={concurrency} warm-up", warm_audit))
+                        logs, timings, wall, cpu, audit = level(submissions=args.submissions, n_items=args.items)
                         rates[label] = print_row(concurrency, logs, timings, wall, label=label if args.bare else "")
                         print_other_timings(timings, cpu, logs)
                         for log in logs:
