@@ -9,8 +9,8 @@ into the database (``bulk_create``, no services). The database is the one
 ``DATABASE_URL`` names (a scratch database: the bench migrates it and adds
 studies), or by default a temporary SQLite file that is deleted afterwards.
 
-Each phase runs in its own child process, so its peak resident memory
-(``ru_maxrss`` from ``wait4``) is its own:
+Each phase runs in its own child process, which reports its own peak resident
+memory (``VmHWM``, ``bench/peaks.py``):
 
 * ``idle``          Django set up and nothing else: the floor under every figure;
 * ``file_stream``   the study-file download as served now: YAML chunks from
@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.peaks import own_peak_mb, run_child  # noqa: E402
 
 PHASES = ("idle", "file_stream", "file_json", "file_whole", "progress", "progress_api")
 BATCH = 10_000
@@ -159,25 +160,15 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
 
 
 def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
-    """Run one phase in a child process; its own peak RSS comes from wait4."""
+    """Run one phase in a child process, which reports its own peak RSS (``bench.peaks``)."""
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
-    deadline = time.monotonic() + cap
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            child.kill()
-            os.wait4(child.pid, 0)
-            return {"skipped": f">{cap:.0f}s"}
-        time.sleep(0.2)
-    output = child.stdout.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        return {"skipped": f"failed (exit {os.waitstatus_to_exitcode(status)})"}
-    result = json.loads(output.strip().splitlines()[-1])
-    result["peak_mb"] = usage.ru_maxrss / 1024  # Linux reports KiB
-    return result
+    ran = run_child(command, cap)
+    if ran is None:
+        return {"skipped": f">{cap:.0f}s"}
+    output, code = ran
+    if code != 0:
+        return {"skipped": f"failed (exit {code})"}
+    return json.loads(output.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -192,7 +183,7 @@ def main() -> None:
 
     if args.phase:  # a child: one phase, one JSON line
         _django()
-        print(json.dumps(run_phase(args.phase, args.study, args.out)))
+        print(json.dumps({**run_phase(args.phase, args.study, args.out), "peak_mb": own_peak_mb()}))
         return
 
     scratch = tempfile.mkdtemp(prefix="fb-bench-bounded-")

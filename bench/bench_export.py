@@ -46,7 +46,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +53,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.peaks import own_peak_mb, run_child  # noqa: E402
 
 PHASES = ("idle", "csv", "ref_csv", "csv_raw", "jsonl", "parquet", "workbook", "ref_xlsx")
 BATCH = 10_000
@@ -470,39 +471,17 @@ def _reference_xlsx(study, target: Path) -> int:
     return n
 
 
-def _own_peak_mb() -> float:
-    """This process's peak resident memory since it was exec'd (Linux ``VmHWM``), in MiB."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # elsewhere: includes what exec inherited
-
-
 def measure(phase: str, study_id: int, out_dir: str, cap: float, trace: bool = False) -> dict:
     """Run one phase in a child process, which reports its own peak RSS (and Python heap with ``trace``)."""
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
     if trace:
         command.append("--tracemalloc")
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
-    deadline = time.monotonic() + cap
-    while True:
-        pid, status, _usage = os.wait4(child.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            child.kill()
-            os.wait4(child.pid, 0)
-            return {"skipped": f">{cap:.0f}s"}
-        time.sleep(0.2)
-    output = child.stdout.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        return {"skipped": f"failed (exit {os.waitstatus_to_exitcode(status)})"}
+    ran = run_child(command, cap)
+    if ran is None:
+        return {"skipped": f">{cap:.0f}s"}
+    output, code = ran
+    if code != 0:
+        return {"skipped": f"failed (exit {code})"}
     return json.loads(output.strip().splitlines()[-1])
 
 
@@ -526,7 +505,7 @@ def main() -> None:
             tracemalloc.start()
         _django()
         result = run_phase(args.phase, args.study, args.out)
-        result["peak_mb"] = _own_peak_mb()
+        result["peak_mb"] = own_peak_mb()
         if args.tracemalloc:
             result["heap_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
         print(json.dumps(result))
@@ -574,7 +553,7 @@ def main() -> None:
                 + (f" {result['heap_mb']:>8.0f}" if "heap_mb" in result else "")
             )
             sys.stdout.flush()
-    print(f"(bench process peak RSS {_own_peak_mb():.0f} MB: wait4's ru_maxrss would give each phase at least this)")
+    print(f"(bench process peak RSS {own_peak_mb():.0f} MB: wait4's ru_maxrss would give each phase at least this)")
     if engine == "sqlite3":
         for leftover in Path(scratch).iterdir():
             leftover.unlink()

@@ -3,8 +3,8 @@
 
     .venv/bin/python bench/bench_input_bombs.py [--cap 20] [--baseline]
 
-Each case runs in its own child process, so its peak resident memory
-(``ru_maxrss`` from ``wait4``) is its own; ``idle`` (Django set up, nothing
+Each case runs in its own child process, which reports its own peak resident
+memory (``VmHWM``, ``bench/peaks.py``); ``idle`` (Django set up, nothing
 else) is the floor under every figure. The guarded cases go through the
 functions the app uses (``check_template`` as on saving a template,
 ``load_json``/``load_yaml`` as for API bodies and study files) and print the
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.peaks import own_peak_mb, run_child  # noqa: E402
 
 ITEM_TEXT = "x" * 20_000
 
@@ -129,7 +130,7 @@ def run_one(name: str) -> None:
     _django()
     started = time.perf_counter()
     outcome = {**GUARDED, **BASELINE}[name]()
-    print(f"{time.perf_counter() - started:.3f}\t{outcome[:110]}")
+    print(f"{time.perf_counter() - started:.3f}\t{own_peak_mb():.0f}\t{outcome[:110]}")
 
 
 def main() -> None:
@@ -144,27 +145,16 @@ def main() -> None:
     names = list(GUARDED) + (list(BASELINE) if args.baseline else [])
     print(f"{'case':<36} {'seconds':>8} {'peak MB':>8}  outcome")
     for name in names:
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--one", name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        deadline = time.monotonic() + args.cap
-        # Reaped with wait4 (not Popen.poll) to read the child's own peak memory.
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        while pid == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid == 0:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-        child.returncode = status
-        out = child.stdout.read().strip() if child.stdout else ""
-        if not out:
+        ran = run_child([sys.executable, __file__, "--one", name], args.cap, poll=0.05, quiet=True)
+        out, status = (ran[0].strip(), ran[1]) if ran else ("", 0)
+        peak = "-"
+        if ran is None:
             seconds, outcome = f">{args.cap:g}", "stopped at the cap"
-        elif status != 0 or "\t" not in out:
+        elif status != 0 or out.count("\t") < 2:
             seconds, outcome = "-", out
         else:
-            seconds, outcome = out.split("\t", 1)
-        print(f"{name:<36} {seconds:>8} {usage.ru_maxrss / 1024:>8.0f}  {outcome}")
+            seconds, peak, outcome = out.split("\t", 2)
+        print(f"{name:<36} {seconds:>8} {peak:>8}  {outcome}")
 
 
 if __name__ == "__main__":
