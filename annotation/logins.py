@@ -24,9 +24,12 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
+from django.utils.decorators import method_decorator
+from django.utils.translation import ngettext
 
 from .api.permissions import is_researcher
+from .languages import in_language
 from .ratelimit import client_address, count, forget, hit, prolong
 
 USERNAME_SCOPE = "login-user"
@@ -48,19 +51,25 @@ def _budgets(*, username: str, address: str) -> list[tuple[str, str, int]]:
 def login_refusal(*, username: str, address: str) -> str:
     """Why a login for ``username`` from ``address`` is refused before its password is checked; "" if not."""
     minutes = ceil(settings.FUNNYBONE_LOGIN_LOCKOUT_SECONDS / 60)
-    wait = f"{minutes} minute{'s' if minutes != 1 else ''}"
     for scope, client, limit in _budgets(username=username, address=address):
         if count(scope=scope, client=client) >= limit:
             if scope == USERNAME_SCOPE:
-                return (
+                return ngettext(
                     "Too many failed logins for this account. For its safety, logging in to it is paused "
-                    f"for {wait} after the last failed attempt, even with the right password. "
-                    "Please try again later, or ask an administrator to lift the pause."
-                )
-            return (
+                    "for %(minutes)d minute after the last failed attempt, even with the right password. "
+                    "Please try again later, or ask an administrator to lift the pause.",
+                    "Too many failed logins for this account. For its safety, logging in to it is paused "
+                    "for %(minutes)d minutes after the last failed attempt, even with the right password. "
+                    "Please try again later, or ask an administrator to lift the pause.",
+                    minutes,
+                ) % {"minutes": minutes}
+            return ngettext(
                 "Too many failed logins from your network. Logging in from it is paused "
-                f"for {wait} after the last failed attempt. Please try again later."
-            )
+                "for %(minutes)d minute after the last failed attempt. Please try again later.",
+                "Too many failed logins from your network. Logging in from it is paused "
+                "for %(minutes)d minutes after the last failed attempt. Please try again later.",
+                minutes,
+            ) % {"minutes": minutes}
     return ""
 
 
@@ -125,10 +134,39 @@ class ThrottledAdminAuthenticationForm(ThrottledLoginMixin, AdminAuthenticationF
     pass
 
 
+def _invited_study_config(request: HttpRequest, **_kwargs: Any) -> dict[str, Any] | None:
+    """The config of the study whose invitation link sent this person to log in (``next``); None otherwise.
+
+    An invited expert who already accepted comes back through their link and is asked to log in
+    first: the page speaks the study's language, as the invitation page did.
+    """
+    from .views.annotator import _invited_study_config as invited
+
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    try:
+        match = resolve(target.split("?", 1)[0]) if target.startswith("/") else None
+    except Resolver404:
+        return None
+    if match is None or match.view_name != "annotator:invite":
+        return None
+    return invited(request, **match.kwargs)
+
+
+@method_decorator(in_language(_invited_study_config), name="dispatch")
 class LoginView(auth_views.LoginView):
-    """Django's login page with the throttled form; a paused login answers 429 Too Many Requests."""
+    """Django's login page with the throttled form; a paused login answers 429 Too Many Requests.
+
+    In the language of the study when an invitation link sent the person here, else English.
+    """
 
     authentication_form = ThrottledAuthenticationForm
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().dispatch(request, *args, **kwargs)
+        # Rendered here, while the study's language is active (a TemplateResponse renders later otherwise).
+        if getattr(response, "is_rendered", True) is False:
+            response.render()
+        return response
 
     def get_default_redirect_url(self) -> str:
         # An invited expert signing in without their link lands on their studies, not the researcher pages.

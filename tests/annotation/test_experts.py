@@ -162,6 +162,51 @@ class TestSignInAndAccept:
         )
         assert response["Location"] == invite_url(invitation)
 
+    def test_the_login_an_invitation_sends_to_speaks_the_studys_language(self, make_study, expert):
+        study = make_study()
+        study.config = {**study.config, "language": "ja"}
+        study.save(update_fields=["config"])
+        invitation = invitation_create(study=study)
+        invitation_accept(invitation=invitation, user=expert)
+        client = Client()
+        # The accepted link sends the expert, signed out, to log in first.
+        login_url = client.get(invite_url(invitation))["Location"]
+        page = client.get(login_url)
+        html = page.content.decode()
+        assert page["Content-Language"] == "ja" and '<html lang="ja">' in html
+        assert "ログイン" in html and "パスワード" in html and "Password" not in html
+        wrong = client.post(
+            "/accounts/login/",
+            {
+                "username": "erin",
+                "password": "not-it",
+                "next": invite_url(invitation),
+                "csrfmiddlewaretoken": csrf_from(page),
+            },
+        )
+        # Django's own message for a wrong password, in Japanese; the person stays on the page.
+        assert wrong.status_code == 200 and wrong["Content-Language"] == "ja"
+        assert "Please enter a correct" not in wrong.content.decode()
+        right = client.post(
+            "/accounts/login/",
+            {
+                "username": "erin",
+                "password": "erin-password-123",
+                "next": invite_url(invitation),
+                "csrfmiddlewaretoken": csrf_from(page),
+            },
+        )
+        assert right["Location"] == invite_url(invitation)
+
+    def test_a_login_page_not_sent_by_an_invitation_stays_english(self, client, make_study):
+        study = make_study()
+        study.config = {**study.config, "language": "zh"}
+        study.save(update_fields=["config"])
+        for target in ("", "?next=/studies/", f"?next=/s/{study.entry_token}/item/", "?next=/invite/no-such-token/"):
+            page = client.get(f"/accounts/login/{target}")
+            assert page.status_code == 200 and page["Content-Language"] == "en", target
+            assert "Log in" in page.content.decode()
+
     def test_an_invitation_accepted_by_someone_else_is_refused(self, client, make_study, expert, researcher):
         invitation = invitation_create(study=make_study())
         client.force_login(researcher)

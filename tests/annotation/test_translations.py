@@ -45,7 +45,8 @@ from .test_completion_codes import fill_up
 LOCALES = {"zh-hans": "zh_Hans", "ja": "ja"}
 TEMPLATES_DIR = Path(settings.BASE_DIR) / "templates"
 ANNOTATOR_TEMPLATES = sorted(
-    [p.relative_to(TEMPLATES_DIR).as_posix() for p in (TEMPLATES_DIR / "annotation").rglob("*.html")] + ["base.html"]
+    [p.relative_to(TEMPLATES_DIR).as_posix() for p in (TEMPLATES_DIR / "annotation").rglob("*.html")]
+    + ["base.html", "registration/login.html"]
 )
 PLACEHOLDER = re.compile(r"%\((\w+)\)[sd]")
 # English a page of a translated study must not show (the page's own words, not the study's texts).
