@@ -282,6 +282,27 @@ def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[in
     return new
 
 
+def _spent_before(provenance: dict[str, Any]) -> dict[str, float]:
+    """The tokens and cost of the attempt in ``provenance`` plus those of the attempts before it.
+
+    Pops the earlier sum from ``provenance``, which is then kept as the attempt's own record.
+    """
+    before = provenance.pop("earlier_usage", None) or {}
+    tokens = provenance.get("tokens") if isinstance(provenance.get("tokens"), dict) else {}
+
+    def number(value: Any) -> float:
+        try:
+            return float(value or 0)
+        except (TypeError, ValueError):
+            return 0.0
+
+    return {
+        "prompt": int(number(before.get("prompt")) + number(tokens.get("prompt"))),
+        "completion": int(number(before.get("completion")) + number(tokens.get("completion"))),
+        "cost": round(number(before.get("cost")) + number(provenance.get("cost")), 8),
+    }
+
+
 def judgment_retry(
     *,
     assignment: Assignment,
@@ -295,6 +316,8 @@ def judgment_retry(
 
     The attempt it replaces is kept, whole, at the end of ``provenance["earlier_attempts"]`` (oldest
     first), with its status, value, time and provenance: a retry adds to the record, never erases it.
+    What the earlier attempts spent is summed in ``provenance["earlier_usage"]`` (tokens and cost), so
+    a judge's usage counts every call it paid for, not only the last.
     The judgment's ``created_at`` becomes the new attempt's time, so anything computed from the
     judgments before it can tell it is out of date. A judgment that is ok is left as it is
     (``created=False``); with none yet, this is ``judgment_submit``.
@@ -318,6 +341,7 @@ def judgment_retry(
         if existing.status == Judgment.Status.OK:
             return Submitted(existing, created=False)
         earlier = list(existing.provenance.pop("earlier_attempts", []))
+        spent = _spent_before(existing.provenance)
         earlier.append(
             {
                 "status": existing.status,
@@ -330,7 +354,7 @@ def judgment_retry(
         existing.status = status
         existing.value = value
         existing.duration_ms = duration_ms
-        existing.provenance = {**(provenance or {}), "earlier_attempts": earlier}
+        existing.provenance = {**(provenance or {}), "earlier_attempts": earlier, "earlier_usage": spent}
         existing.created_at = timezone.now()
         existing.save(update_fields=["status", "value", "duration_ms", "provenance", "created_at"])
     return Submitted(existing, created=True)

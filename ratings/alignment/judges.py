@@ -12,7 +12,8 @@ carries a 95% Wilson score interval on the report's own correct / n counts.
 The running figures are read from every judgment of the judge in the study
 (any status, attention checks included) and what judging writes in
 ``Judgment.provenance``: ``tokens.prompt``, ``tokens.completion``, ``cost``
-and ``latency_ms``. A cost is the recorded one; when judging recorded none
+and ``latency_ms``, plus ``earlier_usage`` (the tokens and cost of the attempts
+a retry replaced), so a retried judgment counts every call paid for. A cost is the recorded one; when judging recorded none
 (or only zero while tokens were spent and the judge now has prices) it is
 the tokens × the judge's configured prices per million; with neither it is
 unknown (None) and the reason says why.
@@ -154,6 +155,10 @@ def judge_usage(*, study: Study, judge_ids: list[int]) -> dict[int, Usage]:
             prompt=Sum(number("tokens__prompt")),
             completion=Sum(number("tokens__completion")),
             cost=Sum(number("cost")),
+            # What the attempts a retry replaced spent (annotation.services.judgments.judgment_retry).
+            earlier_prompt=Sum(number("earlier_usage__prompt")),
+            earlier_completion=Sum(number("earlier_usage__completion")),
+            earlier_cost=Sum(number("earlier_usage__cost")),
             latency=Avg(number("latency_ms")),
             with_latency=Count(number("latency_ms")),
         )
@@ -163,9 +168,11 @@ def judge_usage(*, study: Study, judge_ids: list[int]) -> dict[int, Usage]:
             n_judgments=row["n"],
             n_failed=row["failed"],
             n_unparseable=row["unparseable"],
-            prompt_tokens=int(row["prompt"] or 0),
-            completion_tokens=int(row["completion"] or 0),
-            recorded_cost=row["cost"],
+            prompt_tokens=int((row["prompt"] or 0) + (row["earlier_prompt"] or 0)),
+            completion_tokens=int((row["completion"] or 0) + (row["earlier_completion"] or 0)),
+            recorded_cost=None
+            if row["cost"] is None and not row["earlier_cost"]
+            else (row["cost"] or 0) + (row["earlier_cost"] or 0),
             mean_latency_ms=row["latency"],
             n_with_latency=row["with_latency"],
         )

@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Judgment, Rater
-from annotation.services.judgments import judgment_submit
+from annotation.services.judgments import judgment_retry, judgment_submit
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
 from judging.models import JudgeConfig
 from ratings.alignment import AlignmentParams, compute_alignment
@@ -143,6 +143,38 @@ class TestUsage:
         assert sharp.recorded_cost == pytest.approx(0.006)
         assert sharp.mean_latency_ms == pytest.approx(300.0)
         assert usage[judges["floor"].pk].mean_latency_ms is None
+
+    def test_a_retried_judgment_counts_every_attempt_it_paid_for(self, judged):
+        study, judges = judged
+        sharp = judges["sharp"]
+        before = judge_usage(study=study, judge_ids=[sharp.pk])[sharp.pk]
+        items_create(study=study, items=[ItemSpec(external_id="joke-retried", text="A joke judged three times")])
+        item = Item.objects.get(study=study, external_id="joke-retried")
+        first = submit(study, sharp, item, None, status=Judgment.Status.UNPARSEABLE, provenance=used(70, 9, 500, 0.002))
+        # It is one judgment however often it is retried; each attempt's calls were paid for.
+        for prompt, completion, cost, status in [
+            (80, 11, 0.003, Judgment.Status.FAILED),
+            (90, 4, 0.001, Judgment.Status.OK),
+        ]:
+            judgment_retry(
+                assignment=first.assignment,
+                rater=sharp,
+                value={"rating": 2} if status == Judgment.Status.OK else None,
+                status=status,
+                provenance=used(prompt, completion, 300, cost),
+            )
+        stored = Judgment.objects.get(pk=first.pk)
+        assert stored.provenance["earlier_usage"] == {"prompt": 150, "completion": 20, "cost": pytest.approx(0.005)}
+        # Each attempt's own record keeps its own figures, not the running sum.
+        assert [a["provenance"]["tokens"]["prompt"] for a in stored.provenance["earlier_attempts"]] == [70, 80]
+        assert all("earlier_usage" not in a["provenance"] for a in stored.provenance["earlier_attempts"])
+        after = judge_usage(study=study, judge_ids=[sharp.pk])[sharp.pk]
+        assert after.n_judgments == before.n_judgments + 1
+        assert (after.prompt_tokens - before.prompt_tokens, after.completion_tokens - before.completion_tokens) == (
+            70 + 80 + 90,
+            9 + 11 + 4,
+        )
+        assert after.recorded_cost - before.recorded_cost == pytest.approx(0.002 + 0.003 + 0.001)
 
     def test_cost_is_recorded_else_from_prices_else_unknown(self, judged):
         study, judges = judged
