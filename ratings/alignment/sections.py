@@ -59,7 +59,7 @@ def ordinal_section(block: Block, points: Sequence[float], *, n_resamples: int, 
     consensus = ordinal_consensus(block.reference, points)
     mean = item_mean(block.reference)
     rows = np.flatnonzero(~np.isnan(consensus))
-    loo = loo_kappas(block.reference[rows], points)
+    loo = loo_kappas(block.by_rater(rows), points)
     humans = {
         **spread(loo),
         "per_rater": [
