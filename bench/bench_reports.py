@@ -58,7 +58,7 @@ def one(study_pk: int, kind: str, memory_mb: int | None) -> dict:
     params = (
         {"group": "humans", "rater_ids": None, "k": 3, "tie": "higher"}
         if kind == "analysis"
-        else AlignmentParams().as_dict()
+        else AlignmentParams(seed=study.seed).as_dict()  # what the alignment page asks for by default
     )
     StudyReport.objects.filter(study=study, kind=kind).delete()
     connection.ensure_connection()

@@ -225,7 +225,8 @@ class Block:
         """
         if self.pairs is None:
             return self.reference[rows]
-        return self.pairs[np.isin(self.pair_rows, rows)]
+        kept = np.isin(self.pair_rows, rows) & ((~np.isnan(self.pairs)).sum(axis=1) >= 2)
+        return self.pairs[kept]
 
     def subset(self, rows: np.ndarray) -> Block:
         pairs = pair_rows = None

@@ -84,7 +84,9 @@ def _judge_columns(study: Study, judges: list[RaterInfo], item_ids: list[int]) -
     row_of = {pk: i for i, pk in enumerate(data.item_ids)}
     col_of = {r.id: c for c, r in enumerate(data.raters)}
     statuses: dict[tuple[int, int], set[str]] = defaultdict(set)
-    rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges], item_id__in=item_ids).values_list(
+    # Every judgment of the judges, not those of ``item_ids`` (a list of a million ids in the query costs
+    # more than reading the few judgments of other items); only the statuses on ``item_ids`` are looked up.
+    rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges]).values_list(
         "rater_id", "item_id", "status"
     )
     for rater_id, item_id, status in rows.iterator(chunk_size=20_000):
@@ -360,8 +362,10 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         )
     step(0.2, "reading the judges' answers")
     item_ids = reference.item_ids if reference.cells is None else reference.judged_ids
-    metadata = dict(Item.objects.filter(pk__in=item_ids).values_list("id", "metadata"))
-    golds = dict(Item.objects.filter(pk__in=item_ids).values_list("id", "gold"))
+    # The reference's items are the study's regular items; both are read whole rather than by a list of ids.
+    regular = Item.objects.filter(study=study, is_attention_check=False)
+    metadata = dict(regular.values_list("id", "metadata"))
+    golds = dict(regular.filter(gold__isnull=False).values_list("id", "gold"))
     block = Block(
         reference=reference.packed(),
         raters=reference.raters,

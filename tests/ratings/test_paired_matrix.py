@@ -17,6 +17,14 @@ pytestmark = pytest.mark.django_db
 ANALYSIS = {"group": "humans", "rater_ids": None, "k": 3, "tie": "higher"}
 
 
+def alignment_both_ways(study, **params):
+    """The alignment report of ``study`` with the reference read whole, and read paired."""
+    params = AlignmentParams(reference="humans", n_resamples=50, **params)
+    whole = compute_alignment(study=study, params=params)
+    with override_settings(FUNNYBONE_DENSE_MATRIX_CELLS=0):
+        return whole, compute_alignment(study=study, params=params)
+
+
 @pytest.fixture
 def partly_paired(make_study):
     """10 items: four rated by three people, four by one person each, two by nobody.
@@ -76,10 +84,7 @@ def test_the_analysis_report_is_the_same_read_paired(partly_paired):
 
 
 def test_the_alignment_report_is_the_same_read_paired(partly_paired):
-    params = AlignmentParams(reference="humans", n_resamples=50)
-    whole = compute_alignment(study=partly_paired, params=params)
-    with override_settings(FUNNYBONE_DENSE_MATRIX_CELLS=0):
-        paired = compute_alignment(study=partly_paired, params=params)
+    whole, paired = alignment_both_ways(partly_paired)
     assert repr(paired) == repr(whole)
     humans = whole["overall"]["humans"]["per_rater"]
     assert [r["label"] for r in humans] == ["ann", "bob", "cat", "dan"]
@@ -91,20 +96,25 @@ def test_a_breakdown_is_the_same_read_paired(partly_paired):
     for n, item in enumerate(partly_paired.items.order_by("position")):
         item.metadata = {"topic": "cats" if n % 2 else "dogs"}
         item.save(update_fields=["metadata"])
-    params = AlignmentParams(reference="humans", n_resamples=50, breakdown="topic")
-    whole = compute_alignment(study=partly_paired, params=params)
-    with override_settings(FUNNYBONE_DENSE_MATRIX_CELLS=0):
-        paired = compute_alignment(study=partly_paired, params=params)
+    whole, paired = alignment_both_ways(partly_paired, breakdown="topic")
     assert len(whole["breakdown"]["groups"]) == 2
     assert repr(paired["breakdown"]) == repr(whole["breakdown"])
 
 
-def test_a_study_whose_items_all_have_one_rating_has_undefined_agreement(make_study):
+@pytest.fixture
+def one_rating_each(make_study):
+    """6 items, each rated by one of three people (two items each), and an LLM judge on the first four."""
     study = make_study(n_items=6, quota_per_item=1)
     for n, name in enumerate(("ann", "bob", "cat")):
         ratings = [None] * 6
         ratings[2 * n], ratings[2 * n + 1] = n, 3 - n
         rate_all(study, add_rater(study, name), ratings)
+    rate_all(study, add_rater(study, "gpt", Rater.Kind.LLM), [0, 2, 1, 2, None, None])
+    return study
+
+
+def test_a_study_whose_items_all_have_one_rating_has_undefined_agreement(one_rating_each):
+    study = one_rating_each
     with override_settings(FUNNYBONE_DENSE_MATRIX_CELLS=0):
         result = analysis_result(study=study, **ANALYSIS)
     agreement = result["agreement"]
@@ -113,3 +123,11 @@ def test_a_study_whose_items_all_have_one_rating_has_undefined_agreement(make_st
     # What every item has is still shown: each rater's distribution and the per-item table.
     assert [row["total"] for row in result["distributions"]] == [2, 2, 2]
     assert [row["n"] for row in result["aggregates"]] == [1] * 6
+
+
+def test_its_alignment_is_the_same_read_paired(one_rating_each):
+    whole, paired = alignment_both_ways(one_rating_each)
+    assert repr(paired) == repr(whole)
+    assert all(r["kappa"] is None for r in whole["overall"]["humans"]["per_rater"])
+    judge = whole["overall"]["judges"][0]
+    assert judge["n_items"] == 6 and judge["n_missing"] == 2 and judge["kappa"] is not None
