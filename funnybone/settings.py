@@ -181,6 +181,9 @@ FUNNYBONE_EXPORT_INLINE_MAX = env_int("FUNNYBONE_EXPORT_INLINE_MAX", 20_000)
 # Stored reports (analysis, alignment, protocol, tournament) of studies with at most this many
 # judgments are computed in the page's request when out of date; bigger ones only by a worker.
 FUNNYBONE_REPORT_INLINE_JUDGMENTS = env_int("FUNNYBONE_REPORT_INLINE_JUDGMENTS", 5_000)
+# The analysis report builds a study's whole items × raters matrix (float64) up to this many cells
+# (25 million: 200 MB); above, its agreement reads only the items with two ratings or more.
+FUNNYBONE_DENSE_MATRIX_CELLS = env_int("FUNNYBONE_DENSE_MATRIX_CELLS", 25_000_000)
 FUNNYBONE_IMPORT_MAX_BYTES = env_int("FUNNYBONE_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
 # Item and protocol files up to this size are imported while the researcher waits; bigger ones by a worker.
 FUNNYBONE_IMPORT_INLINE_MAX_BYTES = env_int("FUNNYBONE_IMPORT_INLINE_MAX_BYTES", 1024 * 1024)

@@ -84,12 +84,15 @@ def rating_report(
     *,
     categories: Sequence[float] | np.ndarray,
     nominal: bool = False,
+    left_out: int = 0,
 ) -> dict[str, Any]:
     """Agreement figures for an items × raters matrix (NaN = not rated).
 
     ``categories`` is the scale (numbers in order); ``nominal`` says the codes
     are unordered labels, in which case only the figures that compare labels
-    for equality are computed.
+    for equality are computed. ``left_out`` counts items with one rating left
+    out of ``values`` (a study's matrix read paired, ``StudyMatrix.left_out``):
+    the report is then the one of the whole matrix.
     """
     arr = np.asarray(values, dtype=float)
     if arr.ndim != 2 or arr.shape[1] < 2:
@@ -101,9 +104,9 @@ def rating_report(
         cats = np.unique(np.append(cats, cats[0] + 1.0)) if cats.size else np.array([0.0, 1.0])
     warnings: list[str] = []
     report: dict[str, Any] = {
-        "n_items": int(arr.shape[0]),
+        "n_items": int(arr.shape[0]) + left_out,
         "n_raters": int(arr.shape[1]),
-        "n_ratings": int((~np.isnan(arr)).sum()),
+        "n_ratings": int((~np.isnan(arr)).sum()) + left_out,
     }
 
     try:
@@ -118,7 +121,7 @@ def rating_report(
     if nominal:
         report["icc"] = dict.fromkeys(FORMS)
     else:
-        result = icc(arr, warn=False)
+        result = icc(arr, warn=False, left_out=left_out)
         warnings.extend(f"ICC: {note}" for note in result.warnings)
         if result.estimates is None:
             report["icc"] = dict.fromkeys(FORMS)
@@ -135,8 +138,8 @@ def rating_report(
     report["exact_agreement"] = exact.value
     # Share of agreeing rater pairs per item (HumorRank's "raw agreement" on A/B/tie votes).
     report["percentage_agreement"] = percentage_agreement(arr).value
-    if exact.n_excluded:
-        warnings.append(f"{exact.n_excluded} item(s) with fewer than two ratings left out of agreement")
+    if exact.n_excluded + left_out:
+        warnings.append(f"{exact.n_excluded + left_out} item(s) with fewer than two ratings left out of agreement")
     if nominal:
         report["adjacent_agreement"] = None
         report["mean_item_sd"] = None
@@ -484,11 +487,27 @@ def study_agreement(
         "agreement": None,
         "warnings": list(data.warnings),
     }
+    if not data.whole:
+        # Read paired (the whole matrix is too large): the rows are the items with two ratings or more, and a
+        # few with one (``StudyMatrix.left_out``); the figures are those of the whole matrix.
+        paired = int(((~np.isnan(data.values)).sum(axis=1) >= 2).sum())
+        report["warnings"].append(
+            f"{data.n_items - paired} of the {data.n_items} items have one rating each and carry no agreement; "
+            f"the agreement figures read the {paired} items with two ratings or more"
+        )
+        if not paired:
+            report["warnings"].append("agreement is undefined: no item has ratings from two raters of this group")
+            return report
     try:
-        report["agreement"] = rating_report(data.values, categories=data.scale.codes, nominal=data.scale.nominal)
+        report["agreement"] = rating_report(
+            data.values, categories=data.scale.codes, nominal=data.scale.nominal, left_out=data.left_out
+        )
     except AnalysisError as exc:
         report["warnings"].append(str(exc))
-    if data.scale.nominal and data.values.size:
+    if not data.whole:
+        if data.scale.nominal:
+            report["warnings"].append("Dawid–Skene labels need every item's ratings and are not estimated here")
+    elif data.scale.nominal and data.values.size:
         report["dawid_skene"] = dawid_skene_report(
             data.values,
             categories=data.scale.codes,

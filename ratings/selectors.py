@@ -34,6 +34,8 @@ from django.db.models.functions import Cast
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
 from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
 
+from .stats import category_counts
+
 GROUPS: dict[str, str] = {
     "humans": "All human raters",
     "passers": "Humans who passed the attention checks",
@@ -77,10 +79,54 @@ class StudyMatrix:
     scale: Scale
     n_judgments: int
     warnings: list[str] = field(default_factory=list)
+    #: Items with one rating that are not rows (``paired`` reading); each would be a row with one rating.
+    left_out: int = 0
+    #: With ``left_out``: raters × scale points, how often each rater used each point over every item.
+    rater_counts: np.ndarray | None = None
+    #: With ``left_out``: the first judged items as a whole matrix (``first_rows`` of them), for per-item tables.
+    first: StudyMatrix | None = None
+    #: Judged items in all, rows or not.
+    n_items: int = 0
+    #: With ``left_out``: every judged item's id, and the (item position, rater column, value) of each rating.
+    judged_ids: list[int] | None = None
+    cells: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: With ``left_out``: the positions of the rows among the judged items.
+    row_positions: np.ndarray | None = None
 
     @property
     def rater_ids(self) -> list[int]:
         return [r.id for r in self.raters]
+
+    @property
+    def whole(self) -> bool:
+        """Every judged item is a row."""
+        return self.left_out == 0
+
+    def columns(self, cols: np.ndarray) -> np.ndarray:
+        """Every judged item × the raters ``cols`` (positions in ``raters``), read paired or not."""
+        if self.cells is None:
+            return self.values[:, cols]
+        r, c, values = self.cells
+        where = np.full(len(self.raters), -1, dtype=np.int64)
+        where[cols] = np.arange(len(cols))
+        chosen = where[c] >= 0
+        return _filled(self.n_items, len(cols), r[chosen], where[c[chosen]], values[chosen])
+
+    def packed(self) -> np.ndarray:
+        """Every judged item's ratings side by side from the left (NaN after them), raters not kept apart.
+
+        What a figure computed item by item from its ratings, whoever gave them, needs
+        (a consensus, a mean, a majority): as many columns as the most ratings an item has.
+        """
+        if self.cells is None:
+            return self.values
+        r, _, values = self.cells
+        order = np.argsort(r, kind="stable")
+        r, values = r[order], values[order]
+        start = np.searchsorted(r, r)  # each rating's item's first rating, r being sorted
+        place = np.arange(r.size) - start
+        width = int(place.max()) + 1 if place.size else 0
+        return _filled(self.n_items, width, r, place, values)
 
 
 @dataclass
@@ -249,12 +295,26 @@ def _coded_rows_packed(
 # -- the matrix ---------------------------------------------------------------------------
 
 
-def study_rating_matrix(*, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None) -> StudyMatrix:
+def study_rating_matrix(
+    *,
+    study: Study,
+    group: str = "humans",
+    rater_ids: Iterable[int] | None = None,
+    max_cells: int | None = None,
+    first_rows: int = 0,
+) -> StudyMatrix:
     """The group's coded judgments as an items × raters matrix.
 
     When a rater judged an item more than once (an LLM judge's repeated
     trials), the earliest judgment is used and the others are counted in a
     warning.
+
+    With ``max_cells``, a matrix of more cells than that is read *paired*
+    (:func:`_paired_rows`): its rows are the items with two ratings or more,
+    the only ones that carry agreement, and one item with a single rating per
+    rater who has such items; ``left_out`` counts the other single-rated items,
+    ``rater_counts`` and ``first`` (the first ``first_rows`` judged items, whole)
+    keep what the page shows of every item.
     """
     task_type = get_task_type(study.task_type)
     if task_type.level not in MATRIX_LEVELS:
@@ -279,7 +339,8 @@ def study_rating_matrix(*, study: Study, group: str = "humans", rater_ids: Itera
     infos = _rater_infos(
         Rater.objects.filter(pk__in=np.unique(raters).tolist()).values_list("id", "kind", "name", "external_id")
     )
-    matrix = np.full((len(item_rows), len(infos)), np.nan)
+    n_cols = len(infos)
+    r = c = np.empty(0, dtype=np.int64)
     if items.size:
         # Map database ids to row and column positions with a sorted lookup, not a Python loop.
         item_pk = np.array([pk for pk, _ in item_rows], dtype=np.int64)
@@ -287,23 +348,91 @@ def study_rating_matrix(*, study: Study, group: str = "humans", rater_ids: Itera
         item_order, rater_order = np.argsort(item_pk), np.argsort(rater_pk)
         r = item_order[np.searchsorted(item_pk[item_order], items)]
         c = rater_order[np.searchsorted(rater_pk[rater_order], raters)]
-        cells = r * len(infos) + c
-        # Latest judgment first, earliest last: the last write to a cell wins.
+        cells = r * n_cols + c
+        # Per cell, latest judgment first and earliest last: the last of each cell is the one used.
         order = np.lexsort((-ids, cells))
-        repeats = cells.size - np.unique(cells).size
+        cells = cells[order]
+        used = order[np.append(cells[1:] != cells[:-1], True)]
+        repeats = cells.size - used.size
         if repeats:
             warnings.append(
                 f"{repeats} repeated judgment(s) of the same item by the same rater: the earliest one is used"
             )
-        matrix.reshape(-1)[cells[order]] = values[order]
-    return StudyMatrix(
-        values=matrix,
+        r, c, values = r[used], c[used], values[used]
+    found = StudyMatrix(
+        values=np.empty((0, n_cols)),
         item_ids=[pk for pk, _ in item_rows],
         item_labels=[external_id for _, external_id in item_rows],
         raters=infos,
         scale=scale,
         n_judgments=int(items.size),
         warnings=warnings,
+        n_items=len(item_rows),
+    )
+    if max_cells is not None and len(item_rows) * n_cols > max_cells:
+        return _paired_rows(found, r, c, values, first_rows)
+    found.values = _filled(len(item_rows), n_cols, r, c, values)
+    return found
+
+
+def _filled(n_rows: int, n_cols: int, r: np.ndarray, c: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """An n_rows × n_cols matrix holding ``values`` at (r, c), NaN elsewhere."""
+    matrix = np.full((n_rows, n_cols), np.nan)
+    matrix.reshape(-1)[r * n_cols + c] = values
+    return matrix
+
+
+def _paired_rows(found: StudyMatrix, r: np.ndarray, c: np.ndarray, values: np.ndarray, first_rows: int) -> StudyMatrix:
+    """``found`` with the rows agreement needs: every item rated twice or more, one single-rated item per rater.
+
+    Each of the study's agreement figures (``ratings.reports.rating_report``,
+    given ``left_out``) is the same on these rows as on the whole matrix: items
+    with one rating take part in no pair (alpha, kappas, correlations, the
+    per-item spreads), and what they change elsewhere is kept by the
+    representatives: which raters rated anything and which items ICC drops as
+    incomplete, and that items carry different numbers of ratings (Fleiss).
+    """
+    n_rows, n_cols = len(found.item_ids), len(found.raters)
+    per_item = np.bincount(r, minlength=n_rows)
+    single = per_item[r] == 1
+    _, first_of = np.unique(c[single], return_index=True)  # per rater, its first single-rated item
+    kept = per_item >= 2
+    kept[r[single][first_of]] = True
+    rows = np.flatnonzero(kept)
+    new_row = np.full(n_rows, -1, dtype=np.int64)
+    new_row[rows] = np.arange(rows.size)
+    cell = new_row[r] >= 0
+    counts = np.zeros((n_cols, found.scale.codes.size), dtype=np.int64)
+    if values.size:
+        per_point = category_counts(values[:, None], found.scale.codes)  # one row per rating
+        for point in range(counts.shape[1]):
+            counts[:, point] = np.bincount(c, weights=per_point[:, point], minlength=n_cols)
+    head = min(first_rows, n_rows)
+    early = r < head
+    first = StudyMatrix(
+        values=_filled(head, n_cols, r[early], c[early], values[early]),
+        item_ids=found.item_ids[:head],
+        item_labels=found.item_labels[:head],
+        raters=found.raters,
+        scale=found.scale,
+        n_judgments=int(early.sum()),
+        n_items=head,
+    )
+    return StudyMatrix(
+        values=_filled(rows.size, n_cols, new_row[r[cell]], c[cell], values[cell]),
+        item_ids=[found.item_ids[i] for i in rows],
+        item_labels=[found.item_labels[i] for i in rows],
+        raters=found.raters,
+        scale=found.scale,
+        n_judgments=found.n_judgments,
+        warnings=found.warnings,
+        left_out=n_rows - rows.size,
+        rater_counts=counts,
+        first=first,
+        n_items=n_rows,
+        judged_ids=found.item_ids,
+        cells=(r, c, values),
+        row_positions=rows,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from django import forms
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -99,7 +100,11 @@ def _bar_chart(counts: np.ndarray, names: list[str]) -> dict[str, Any]:
 def _distributions(data: StudyMatrix) -> list[dict[str, Any]]:
     if not data.raters:
         return []
-    counts = rating_distributions(data.values, categories=data.scale.codes)
+    counts = (
+        data.rater_counts[:RATER_ROWS]
+        if data.rater_counts is not None
+        else rating_distributions(data.values, categories=data.scale.codes)
+    )
     return [
         {
             "rater": asdict(rater),
@@ -147,6 +152,11 @@ def _subset(data: StudyMatrix, k: int) -> dict[str, Any]:
     labels = [r.label for r in data.raters]
     if len(labels) < 3:
         return {"error": "Selecting a subset needs at least three raters in this group."}
+    if not data.whole:
+        return {
+            "error": f"Selecting a subset needs the whole matrix of {data.n_items} items × {len(labels)} raters, "
+            "which is too large to build here."
+        }
     k = min(k, len(labels) - 1)
     try:
         report = subset_report(
@@ -193,7 +203,13 @@ def analysis_result(
             report = {"error": str(exc)}
         return {"best_worst": report}
     try:
-        data = study_rating_matrix(study=study, group=group, rater_ids=rater_ids)
+        data = study_rating_matrix(
+            study=study,
+            group=group,
+            rater_ids=rater_ids,
+            max_cells=settings.FUNNYBONE_DENSE_MATRIX_CELLS,
+            first_rows=ITEM_ROWS,
+        )
     except NoNumericCoding as exc:
         return {"unsupported": str(exc)}
     progress(0.2, "selecting a rater subset")
@@ -210,9 +226,9 @@ def analysis_result(
         "agreement": agreement,
         "distributions": _distributions(data),
         "distributions_truncated": len(data.raters) > RATER_ROWS,
-        "aggregates": _aggregates(data, tie, agreement.get("dawid_skene")),
+        "aggregates": _aggregates(data if data.first is None else data.first, tie, agreement.get("dawid_skene")),
         "dawid_skene": agreement.get("dawid_skene"),
-        "aggregates_truncated": len(data.item_labels) > ITEM_ROWS,
+        "aggregates_truncated": data.n_items > ITEM_ROWS,
         "nominal": bool(data.scale.nominal),
     }
     if task_type.level == Level.PAIRWISE:

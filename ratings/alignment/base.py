@@ -212,8 +212,29 @@ class Block:
     gold: np.ndarray  # NaN where an item has no gold
     item_ids: list[int]
     extras: dict[str, Any] = field(default_factory=dict)
+    #: A reference too large to hold whole (``StudyMatrix.left_out``): ``reference`` holds each item's
+    #: ratings packed from the left (``StudyMatrix.packed``: right for every figure computed item by item),
+    #: and ``pairs`` the raters' own columns on the items rated twice or more, at rows ``pair_rows``.
+    pairs: np.ndarray | None = None
+    pair_rows: np.ndarray | None = None
+
+    def by_rater(self, rows: np.ndarray) -> np.ndarray:
+        """The reference raters' columns on ``rows``, leaving out items with fewer than two ratings if packed.
+
+        For the figures that compare raters (leave-one-out kappas), to which such items add nothing.
+        """
+        if self.pairs is None:
+            return self.reference[rows]
+        kept = np.isin(self.pair_rows, rows) & ((~np.isnan(self.pairs)).sum(axis=1) >= 2)
+        return self.pairs[kept]
 
     def subset(self, rows: np.ndarray) -> Block:
+        pairs = pair_rows = None
+        if self.pairs is not None:
+            where = np.full(len(self.item_ids), -1, dtype=np.int64)
+            where[rows] = np.arange(len(rows))
+            moved = where[self.pair_rows]
+            pairs, pair_rows = self.pairs[moved >= 0], moved[moved >= 0]
         return Block(
             reference=self.reference[rows],
             raters=self.raters,
@@ -222,6 +243,8 @@ class Block:
             item_ids=[self.item_ids[i] for i in rows],
             # Rankings are fitted on every item; a subset keeps none rather than repeat the overall ones.
             extras={k: v for k, v in self.extras.items() if k != "rankings"},
+            pairs=pairs,
+            pair_rows=pair_rows,
         )
 
 

@@ -43,6 +43,8 @@ def loo_kappas(matrix: np.ndarray, points: Sequence[float]) -> list[float]:
     """
     arr = np.asarray(matrix, dtype=float)
     out: list[float] = []
+    if arr.shape[0] == 0:  # no item rated twice (``Block.by_rater`` of a packed reference)
+        return [math.nan] * arr.shape[1]
     for j in range(arr.shape[1]):
         others = np.delete(arr, j, axis=1)
         consensus = ordinal_consensus(others, points) if others.shape[1] else np.full(arr.shape[0], np.nan)
@@ -59,7 +61,7 @@ def ordinal_section(block: Block, points: Sequence[float], *, n_resamples: int, 
     consensus = ordinal_consensus(block.reference, points)
     mean = item_mean(block.reference)
     rows = np.flatnonzero(~np.isnan(consensus))
-    loo = loo_kappas(block.reference[rows], points)
+    loo = loo_kappas(block.by_rater(rows), points)
     humans = {
         **spread(loo),
         "per_rater": [

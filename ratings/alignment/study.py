@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from annotation.models import (
     SWAPPED_TRIAL_OFFSET,
@@ -70,9 +71,10 @@ def study_judges(*, study: Study) -> list[RaterInfo]:
 
 
 def _reference_matrix(study: Study, params: AlignmentParams) -> StudyMatrix:
+    cap = settings.FUNNYBONE_DENSE_MATRIX_CELLS
     if params.reference == "selected":
-        return study_rating_matrix(study=study, group="humans", rater_ids=params.reference_rater_ids)
-    return study_rating_matrix(study=study, group=params.reference)
+        return study_rating_matrix(study=study, group="humans", rater_ids=params.reference_rater_ids, max_cells=cap)
+    return study_rating_matrix(study=study, group=params.reference, max_cells=cap)
 
 
 def _judge_columns(study: Study, judges: list[RaterInfo], item_ids: list[int]) -> list[JudgeColumn]:
@@ -82,7 +84,9 @@ def _judge_columns(study: Study, judges: list[RaterInfo], item_ids: list[int]) -
     row_of = {pk: i for i, pk in enumerate(data.item_ids)}
     col_of = {r.id: c for c, r in enumerate(data.raters)}
     statuses: dict[tuple[int, int], set[str]] = defaultdict(set)
-    rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges], item_id__in=item_ids).values_list(
+    # Every judgment of the judges, not those of ``item_ids`` (a list of a million ids in the query costs
+    # more than reading the few judgments of other items); only the statuses on ``item_ids`` are looked up.
+    rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges]).values_list(
         "rater_id", "item_id", "status"
     )
     for rater_id, item_id, status in rows.iterator(chunk_size=20_000):
@@ -258,15 +262,18 @@ def feature_tallies(study: Study, judges: list[RaterInfo]) -> dict[int, dict[str
 MAX_PLOT_RATERS = 40
 
 
-def _plot_data(family: str, block: Block, codes: np.ndarray, scale_names: list[str], study: Study, judges) -> dict:
+def _plot_data(
+    family: str, block: Block, codes: np.ndarray, scale_names: list[str], study: Study, judges, matrix: StudyMatrix
+) -> dict:
     """The arrays behind the report's figures, stored with it so plots never recompute statistics."""
     data: dict[str, Any] = {"scale": [float(c) for c in codes], "scale_names": scale_names}
     if family == Family.ORDINAL:
         # A box per rater and a rater × rater heatmap stay readable (and cheap) for a panel, not a crowd:
         # beyond MAX_PLOT_RATERS columns the reference raters with the most ratings are kept.
-        keep = np.argsort(-(~np.isnan(block.reference)).sum(axis=0), kind="stable")
+        rated = matrix.rater_counts.sum(axis=1) if matrix.cells is not None else (~np.isnan(matrix.values)).sum(axis=0)
+        keep = np.argsort(-rated, kind="stable")
         keep = np.sort(keep[: max(MAX_PLOT_RATERS - len(block.judges), 2)])
-        reference = block.reference[:, keep]
+        reference = matrix.columns(keep)
         raters = [block.raters[i] for i in keep]
         if len(raters) < len(block.raters):
             data["note"] = f"figures show the {len(raters)} reference raters with the most ratings"
@@ -354,15 +361,19 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
             "the chosen human reference has no judgments here: only the judges' own rankings and features are shown"
         )
     step(0.2, "reading the judges' answers")
-    item_ids = reference.item_ids
-    metadata = dict(Item.objects.filter(pk__in=item_ids).values_list("id", "metadata"))
-    golds = dict(Item.objects.filter(pk__in=item_ids).values_list("id", "gold"))
+    item_ids = reference.item_ids if reference.cells is None else reference.judged_ids
+    # The reference's items are the study's regular items; both are read whole rather than by a list of ids.
+    regular = Item.objects.filter(study=study, is_attention_check=False)
+    metadata = dict(regular.values_list("id", "metadata"))
+    golds = dict(regular.filter(gold__isnull=False).values_list("id", "gold"))
     block = Block(
-        reference=reference.values,
+        reference=reference.packed(),
         raters=reference.raters,
         judges=_judge_columns(study, judges, item_ids),
         gold=_gold_codes(study, item_ids, golds),
         item_ids=item_ids,
+        pairs=None if reference.cells is None else reference.values,
+        pair_rows=reference.row_positions,
     )
     if family == Family.PAIRWISE:
         step(0.35, "fitting Bradley–Terry rankings")
@@ -379,7 +390,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         scored.sort(key=lambda pair: -pair[0] if pair[0] is not None else math.inf)
         ranking = [{"id": r["id"], "label": r["label"], "primary": value} for value, r in scored]
     step(0.92, "preparing figures")
-    plots = _plot_data(family, block, codes, reference.scale.names, study, judges)
+    plots = _plot_data(family, block, codes, reference.scale.names, study, judges, reference)
     if not has_reference:
         plots.pop("confusion", None)
     step(1.0, "done")

@@ -178,6 +178,7 @@ def icc(
     confidence: float = 0.95,
     min_items: int = 3,
     warn: bool = True,
+    left_out: int = 0,
 ) -> ICCResult:
     """All six Shrout & Fleiss ICCs of an items × raters matrix (NaN = missing).
 
@@ -187,6 +188,12 @@ def icc(
     :class:`IncompleteRatingsWarning`.  If fewer than ``min_items`` complete
     items or fewer than two raters remain, ``estimates`` is None and
     ``reason`` explains why.
+
+    ``left_out`` counts items with a single rating that the caller left out
+    of ``matrix`` (``ratings.selectors.study_rating_matrix``, paired): they
+    are counted as the whole matrix would count them, dropped as incomplete
+    when two raters or more remain and complete otherwise. The matrix must
+    keep one such item per rater who rated one, so the raters kept are the same.
     """
     arr = as_rating_matrix(matrix)
     confidence = check_confidence(confidence)
@@ -199,8 +206,8 @@ def icc(
         notes.append(f"dropped {n_raters_dropped} rater(s) who rated no item")
     arr = arr[:, rater_has_any]
     complete = ~np.isnan(arr).any(axis=1)
-    n_total = arr.shape[0]
-    n_used = int(complete.sum())
+    n_total = arr.shape[0] + left_out
+    n_used = int(complete.sum()) + (left_out if arr.shape[1] < 2 else 0)
     n_dropped = n_total - n_used
     if n_dropped:
         share = n_dropped / n_total
