@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
+from annotation.plainsql import insert_select
 from annotation.services.assignment import assignment_for_judge
 from annotation.task_types import Level, get_task_type
 
@@ -71,10 +72,10 @@ def run_create(
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
-    item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
-    if not item_list:
+    item_list = list(items) if items is not None else None
+    if not (item_list if item_list is not None else _judged_items(study).exists()):
         raise ValidationError("The study has no items to judge.")
-    if any(item.study_id != study.pk for item in item_list):
+    if item_list is not None and any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
     with transaction.atomic():
         changes = {
@@ -98,15 +99,44 @@ def run_create(
             created_by=created_by,
             tournament=tournament,
         )
-        JudgeUnit.objects.bulk_create(
-            JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
-            for item in item_list
-            for trial in range(trials)
-            for swapped in ((False, True) if both_orders else (False,))
-        )
+        orders = (False, True) if both_orders else (False,)
+        if item_list is None:
+            _units_of_every_item(run, study=study, trials=trials, orders=orders)
+        else:
+            JudgeUnit.objects.bulk_create(
+                JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
+                for item in item_list
+                for trial in range(trials)
+                for swapped in orders
+            )
         if enqueue:
             _enqueue(run.pk)
     return run
+
+
+def _judged_items(study: Study):
+    """The items a run over the whole study judges: all but the attention checks."""
+    return study.items.filter(is_attention_check=False)
+
+
+def _units_of_every_item(run: JudgeRun, *, study: Study, trials: int, orders: tuple[bool, ...]) -> int:
+    """The run's units over every judged item, made in the database in one statement (a million items
+    never pass through Python), in the order ``bulk_create`` made them: by item position, trial, order."""
+    items, item_params = _judged_items(study).order_by().values_list("id", "position").query.sql_with_params()
+    trial_rows = " UNION ALL ".join(["SELECT %s AS trial"] * trials)
+    order_rows = " UNION ALL ".join(["SELECT %s AS swapped"] * len(orders))
+    select = (
+        f"SELECT i.id AS item_id, t.trial, s.swapped, i.position FROM ({items}) i "  # noqa: S608 - no user text
+        f"CROSS JOIN ({trial_rows}) t CROSS JOIN ({order_rows}) s"
+    )
+    return insert_select(
+        JudgeUnit,
+        select,
+        [*item_params, *range(trials), *orders],
+        columns=("item", "trial", "swapped"),
+        values={"run": run.pk},
+        order_by=("position", "item_id", "trial", "swapped"),
+    )
 
 
 def retryable_units(run: JudgeRun):
@@ -123,14 +153,14 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
     judgment, the earlier attempts kept in its provenance (``annotation...judgment_retry``)."""
     if run.is_active:
         raise ValidationError("The run is still going; retry its failures once it has stopped.")
-    units = list(retryable_units(run).order_by("pk").values_list("item_id", "trial", "swapped"))
-    if not units:
-        raise ValidationError("Nothing to retry: every unit of this run has an answer.")
     judge = run.judge
     template = (
         None
         if judge.is_baseline
         else judge_template(judge=judge, task_type=run.study.task_type, protocol=run.study.protocol)
+    )
+    failed, failed_params = (
+        retryable_units(run).order_by().values_list("id", "item_id", "trial", "swapped").query.sql_with_params()
     )
     with transaction.atomic():
         retry = JudgeRun.objects.create(
@@ -142,9 +172,17 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
             created_by=created_by,
             retry_of=run,
         )
-        JudgeUnit.objects.bulk_create(
-            JudgeUnit(run=retry, item_id=item_id, trial=trial, swapped=swapped) for item_id, trial, swapped in units
+        # One statement: the failed units' copies in the failed units' order (which is item order).
+        made = insert_select(
+            JudgeUnit,
+            failed,
+            failed_params,
+            columns=("item", "trial", "swapped"),
+            values={"run": retry.pk},
+            order_by=("id",),
         )
+        if not made:
+            raise ValidationError("Nothing to retry: every unit of this run has an answer.")
         if enqueue:
             _enqueue(retry.pk)
     return retry
