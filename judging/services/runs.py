@@ -41,6 +41,12 @@ logger = logging.getLogger(__name__)
 
 CANCEL_CHECK_SECONDS = 0.5
 
+#: Above this many items (or failed units, for a retry) a queued run's units are made by the worker,
+#: before it asks anything, and the request returns at once: the database makes a million units in
+#: 10-15 s (their indexes), which no page should wait for. Runs not queued (``enqueue=False``: tests,
+#: ``manage.py judge --inline``) make them at once, whatever their size.
+PREPARE_IN_WORKER_ABOVE = 20_000
+
 
 def _enqueue(run_id: int) -> None:
     from ..tasks import judge_run_task
@@ -77,6 +83,7 @@ def run_create(
         raise ValidationError("The study has no items to judge.")
     if item_list is not None and any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
+    in_worker = enqueue and item_list is None and _judged_items(study)[PREPARE_IN_WORKER_ABOVE:].exists()
     with transaction.atomic():
         changes = {
             key: value
@@ -98,17 +105,18 @@ def run_create(
             both_orders=both_orders,
             created_by=created_by,
             tournament=tournament,
+            preparing=in_worker,
         )
         orders = (False, True) if both_orders else (False,)
-        if item_list is None:
-            _units_of_every_item(run, study=study, trials=trials, orders=orders)
-        else:
+        if item_list is not None:
             JudgeUnit.objects.bulk_create(
                 JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
                 for item in item_list
                 for trial in range(trials)
                 for swapped in orders
             )
+        elif not in_worker:  # else process_run makes them (_prepare_units)
+            _units_of_every_item(run, study=study, trials=trials, orders=orders)
         if enqueue:
             _enqueue(run.pk)
     return run
@@ -117,6 +125,20 @@ def run_create(
 def _judged_items(study: Study):
     """The items a run over the whole study judges: all but the attention checks."""
     return study.items.filter(is_attention_check=False)
+
+
+def _prepare_units(run_id: int) -> None:
+    """Make the units of a run queued with ``preparing`` (a run over a big study, or a big retry), once:
+    the first worker's update takes the flag, a second one waits for its commit and finds nothing to do."""
+    with transaction.atomic():
+        if not JudgeRun.objects.filter(pk=run_id, preparing=True).update(preparing=False):
+            return
+        run = JudgeRun.objects.select_related("study", "retry_of").get(pk=run_id)
+        if run.retry_of is not None:
+            _copy_failed_units(run.retry_of, into=run)
+        else:
+            orders = (False, True) if run.both_orders else (False,)
+            _units_of_every_item(run, study=run.study, trials=run.trials, orders=orders)
 
 
 def _units_of_every_item(run: JudgeRun, *, study: Study, trials: int, orders: tuple[bool, ...]) -> int:
@@ -159,9 +181,7 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
         if judge.is_baseline
         else judge_template(judge=judge, task_type=run.study.task_type, protocol=run.study.protocol)
     )
-    failed, failed_params = (
-        retryable_units(run).order_by().values_list("id", "item_id", "trial", "swapped").query.sql_with_params()
-    )
+    in_worker = enqueue and retryable_units(run)[PREPARE_IN_WORKER_ABOVE:].exists()
     with transaction.atomic():
         retry = JudgeRun.objects.create(
             study=run.study,
@@ -171,21 +191,23 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
             both_orders=run.both_orders,
             created_by=created_by,
             retry_of=run,
+            preparing=in_worker,
         )
-        # One statement: the failed units' copies in the failed units' order (which is item order).
-        made = insert_select(
-            JudgeUnit,
-            failed,
-            failed_params,
-            columns=("item", "trial", "swapped"),
-            values={"run": retry.pk},
-            order_by=("id",),
-        )
-        if not made:
+        if not in_worker and not _copy_failed_units(run, into=retry):
             raise ValidationError("Nothing to retry: every unit of this run has an answer.")
         if enqueue:
             _enqueue(retry.pk)
     return retry
+
+
+def _copy_failed_units(run: JudgeRun, *, into: JudgeRun) -> int:
+    """Copies of ``run``'s retryable units in ``into``, in one statement, in their order (item order)."""
+    failed, params = (
+        retryable_units(run).order_by().values_list("id", "item_id", "trial", "swapped").query.sql_with_params()
+    )
+    return insert_select(
+        JudgeUnit, failed, params, columns=("item", "trial", "swapped"), values={"run": into.pk}, order_by=("id",)
+    )
 
 
 def run_cancel(*, run: JudgeRun) -> bool:
@@ -229,6 +251,7 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
     token = token or worker_token()
     if not _mark_started(run_id, token):
         return DriveResult()
+    _prepare_units(run_id)
     run = JudgeRun.objects.select_related("study", "judge__rater", "template").get(pk=run_id)
     try:
         job = JudgeJob(run, sleep=sleep)

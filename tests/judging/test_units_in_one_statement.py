@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Item, Judgment
 from judging.models import JudgeRun, JudgeUnit
+from judging.services import runs
 from judging.services.runs import process_run, retryable_units, run_create, run_retry_failed
 
 pytestmark = pytest.mark.django_db
@@ -118,3 +119,57 @@ class TestRetryInOneStatement:
         with pytest.raises(ValidationError, match="Nothing to retry"):
             run_retry_failed(run=run, enqueue=False)
         assert JudgeRun.objects.count() == runs
+
+
+@pytest.fixture
+def big(monkeypatch):
+    """Every study of more than two items (or retry of more than two units) counts as big."""
+    monkeypatch.setattr(runs, "PREPARE_IN_WORKER_ABOVE", 2)
+
+
+class TestBigRunsArePreparedByTheWorker:
+    def test_a_queued_run_over_a_big_study_is_made_by_the_worker_with_the_same_units(
+        self, big, make_study, make_llm_judge, django_capture_on_commit_callbacks
+    ):
+        study = make_study(n_items=5)
+        judge = make_llm_judge("ok")
+        with django_capture_on_commit_callbacks() as queued:
+            run, sqls = queries(lambda: run_create(study=study, judge=judge, trials=2, enqueue=True))
+        assert run.preparing and run.units.count() == 0 and len(queued) == 1
+        assert not unit_inserts(sqls)
+        at_once = run_create(study=study, judge=run.judge, enqueue=False)  # not queued: made in the request
+        assert not at_once.preparing and at_once.units.count() == 10
+        process_run(run_id=run.pk)
+        run.refresh_from_db()
+        assert not run.preparing and run.status == "done"
+        assert [r[:3] for r in rows(run)] == [r[:3] for r in rows(at_once)]
+        assert set(run.units.values_list("status", flat=True)) == {"done"}
+
+    def test_a_small_study_is_still_made_in_the_request(self, big, make_study, make_llm_judge):
+        run = run_create(study=make_study(n_items=2), judge=make_llm_judge("ok"), enqueue=True)
+        assert not run.preparing and run.units.count() == 2
+
+    def test_the_run_page_and_the_api_say_it_is_preparing(self, big, client, researcher, make_study, make_llm_judge):
+        client.force_login(researcher)
+        study = make_study(n_items=4)
+        judge = make_llm_judge("ok")
+        response = client.post(f"/judging/studies/{study.pk}/runs/", {"judge": judge.pk})
+        run = JudgeRun.objects.get(study=study)
+        assert response.status_code == 302 and run.preparing
+        assert 'id="run-preparing"' in client.get(f"/judging/runs/{run.pk}/").content.decode()
+        assert client.get(f"/api/judging/runs/{run.pk}/").json()["preparing"] is True
+        process_run(run_id=run.pk)
+        assert 'id="run-preparing"' not in client.get(f"/judging/runs/{run.pk}/").content.decode()
+        assert client.get(f"/api/judging/runs/{run.pk}/").json()["preparing"] is False
+
+    def test_a_big_retry_is_copied_by_the_worker_once(self, big, make_study, make_llm_judge):
+        run = run_create(study=make_study(n_items=5), judge=make_llm_judge("503", max_retries=0), enqueue=False)
+        process_run(run_id=run.pk)
+        run.refresh_from_db()
+        failed = list(retryable_units(run).order_by("pk").values_list("item_id", "trial", "swapped"))
+        retry = run_retry_failed(run=run, enqueue=True)
+        assert retry.preparing and retry.units.count() == 0
+        runs._prepare_units(retry.pk)
+        runs._prepare_units(retry.pk)  # a second worker finds it made
+        retry.refresh_from_db()
+        assert not retry.preparing and [r[:3] for r in rows(retry)] == failed
