@@ -2,7 +2,7 @@
 
 Starting a run of a million items or retrying a million failed units must not read them into
 Python: the queries do not grow with the study, and the rows are the ones ``bulk_create`` made
-(same fields, same order).
+(same fields, same order). A queued run too big for a request is made by the worker, with the same units.
 """
 
 import pytest
