@@ -284,6 +284,10 @@ class JudgeRun(Driven):
     )
     template = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.PROTECT)
     tournament = models.ForeignKey("Tournament", null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
+    preparing = models.BooleanField(
+        default=False,
+        help_text="Its units are still to be made: by the worker, before it asks anything (a run over a big study).",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     trials = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
     both_orders = models.BooleanField(default=False)

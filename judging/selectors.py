@@ -198,7 +198,7 @@ def run_failure_reasons(*, run: JudgeRun) -> list[dict[str, Any]]:
 class UnitRows:
     """A run's units for its per-item table, in item order, read one page at a time.
 
-    Units are made in item order (``run_create`` walks the items by position,
+    Units are made in item order (``run_create`` inserts them by item position,
     then trial and order; a retry run copies its units in the first run's
     order; positions never change), so their ids are in item order and a page
     is an id range: its ids come from the ``(run, id)`` index alone, however

@@ -236,7 +236,8 @@ def run_retry_view(request: HttpRequest, pk: int) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("judging:run_detail", pk=run.pk)
-    messages.info(request, f"Asking again for the {retry.units.count()} failed or unparseable units of run {run.pk}.")
+    count = "" if retry.preparing else f"{retry.units.count()} "
+    messages.info(request, f"Asking again for the {count}failed or unparseable units of run {run.pk}.")
     return redirect("judging:run_detail", pk=retry.pk)
 
 

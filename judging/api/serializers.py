@@ -93,6 +93,7 @@ class RunSerializer(serializers.ModelSerializer):
             "trials",
             "both_orders",
             "status",
+            "preparing",
             "error",
             "created_at",
             "started_at",

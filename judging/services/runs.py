@@ -18,6 +18,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
+from annotation.plainsql import insert_select
 from annotation.services.assignment import assignment_for_judge
 from annotation.task_types import Level, get_task_type
 
@@ -39,6 +40,12 @@ from .templates import judge_template
 logger = logging.getLogger(__name__)
 
 CANCEL_CHECK_SECONDS = 0.5
+
+#: Above this many items (or failed units, for a retry) a queued run's units are made by the worker,
+#: before it asks anything, and the request returns at once: the database makes a million units in
+#: 10-15 s (their indexes), which no page should wait for. Runs not queued (``enqueue=False``: tests,
+#: ``manage.py judge --inline``) make them at once, whatever their size.
+PREPARE_IN_WORKER_ABOVE = 20_000
 
 
 def _enqueue(run_id: int) -> None:
@@ -71,11 +78,12 @@ def run_create(
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
-    item_list = list(items) if items is not None else list(study.items.filter(is_attention_check=False))
-    if not item_list:
+    item_list = list(items) if items is not None else None
+    if not (item_list if item_list is not None else _judged_items(study).exists()):
         raise ValidationError("The study has no items to judge.")
-    if any(item.study_id != study.pk for item in item_list):
+    if item_list is not None and any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
+    in_worker = enqueue and item_list is None and _judged_items(study)[PREPARE_IN_WORKER_ABOVE:].exists()
     with transaction.atomic():
         changes = {
             key: value
@@ -97,16 +105,60 @@ def run_create(
             both_orders=both_orders,
             created_by=created_by,
             tournament=tournament,
+            preparing=in_worker,
         )
-        JudgeUnit.objects.bulk_create(
-            JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
-            for item in item_list
-            for trial in range(trials)
-            for swapped in ((False, True) if both_orders else (False,))
-        )
+        orders = (False, True) if both_orders else (False,)
+        if item_list is not None:
+            JudgeUnit.objects.bulk_create(
+                JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
+                for item in item_list
+                for trial in range(trials)
+                for swapped in orders
+            )
+        elif not in_worker:  # else process_run makes them (_prepare_units)
+            _units_of_every_item(run, study=study, trials=trials, orders=orders)
         if enqueue:
             _enqueue(run.pk)
     return run
+
+
+def _judged_items(study: Study):
+    """The items a run over the whole study judges: all but the attention checks."""
+    return study.items.filter(is_attention_check=False)
+
+
+def _prepare_units(run_id: int) -> None:
+    """Make the units of a run queued with ``preparing`` (a run over a big study, or a big retry), once:
+    the first worker's update takes the flag, a second one waits for its commit and finds nothing to do."""
+    with transaction.atomic():
+        if not JudgeRun.objects.filter(pk=run_id, preparing=True).update(preparing=False):
+            return
+        run = JudgeRun.objects.select_related("study", "retry_of").get(pk=run_id)
+        if run.retry_of is not None:
+            _copy_failed_units(run.retry_of, into=run)
+        else:
+            orders = (False, True) if run.both_orders else (False,)
+            _units_of_every_item(run, study=run.study, trials=run.trials, orders=orders)
+
+
+def _units_of_every_item(run: JudgeRun, *, study: Study, trials: int, orders: tuple[bool, ...]) -> int:
+    """The run's units over every judged item, made in the database in one statement (a million items
+    never pass through Python), in the order ``bulk_create`` made them: by item position, trial, order."""
+    items, item_params = _judged_items(study).order_by().values_list("id", "position").query.sql_with_params()
+    trial_rows = " UNION ALL ".join(["SELECT %s AS trial"] * trials)
+    order_rows = " UNION ALL ".join(["SELECT %s AS swapped"] * len(orders))
+    select = (
+        f"SELECT i.id AS item_id, t.trial, s.swapped, i.position FROM ({items}) i "  # noqa: S608 - no user text
+        f"CROSS JOIN ({trial_rows}) t CROSS JOIN ({order_rows}) s"
+    )
+    return insert_select(
+        JudgeUnit,
+        select,
+        [*item_params, *range(trials), *orders],
+        columns=("item", "trial", "swapped"),
+        values={"run": run.pk},
+        order_by=("position", "item_id", "trial", "swapped"),
+    )
 
 
 def retryable_units(run: JudgeRun):
@@ -123,15 +175,13 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
     judgment, the earlier attempts kept in its provenance (``annotation...judgment_retry``)."""
     if run.is_active:
         raise ValidationError("The run is still going; retry its failures once it has stopped.")
-    units = list(retryable_units(run).order_by("pk").values_list("item_id", "trial", "swapped"))
-    if not units:
-        raise ValidationError("Nothing to retry: every unit of this run has an answer.")
     judge = run.judge
     template = (
         None
         if judge.is_baseline
         else judge_template(judge=judge, task_type=run.study.task_type, protocol=run.study.protocol)
     )
+    in_worker = enqueue and retryable_units(run)[PREPARE_IN_WORKER_ABOVE:].exists()
     with transaction.atomic():
         retry = JudgeRun.objects.create(
             study=run.study,
@@ -141,13 +191,23 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
             both_orders=run.both_orders,
             created_by=created_by,
             retry_of=run,
+            preparing=in_worker,
         )
-        JudgeUnit.objects.bulk_create(
-            JudgeUnit(run=retry, item_id=item_id, trial=trial, swapped=swapped) for item_id, trial, swapped in units
-        )
+        if not in_worker and not _copy_failed_units(run, into=retry):
+            raise ValidationError("Nothing to retry: every unit of this run has an answer.")
         if enqueue:
             _enqueue(retry.pk)
     return retry
+
+
+def _copy_failed_units(run: JudgeRun, *, into: JudgeRun) -> int:
+    """Copies of ``run``'s retryable units in ``into``, in one statement, in their order (item order)."""
+    failed, params = (
+        retryable_units(run).order_by().values_list("id", "item_id", "trial", "swapped").query.sql_with_params()
+    )
+    return insert_select(
+        JudgeUnit, failed, params, columns=("item", "trial", "swapped"), values={"run": into.pk}, order_by=("id",)
+    )
 
 
 def run_cancel(*, run: JudgeRun) -> bool:
@@ -191,6 +251,7 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
     token = token or worker_token()
     if not _mark_started(run_id, token):
         return DriveResult()
+    _prepare_units(run_id)
     run = JudgeRun.objects.select_related("study", "judge__rater", "template").get(pk=run_id)
     try:
         job = JudgeJob(run, sleep=sleep)

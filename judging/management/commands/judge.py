@@ -60,7 +60,8 @@ class Command(BaseCommand):
             self.stderr.write(f"Trials or both-orders changed: judge {judge.name!r} is now version {run.judge.version}")
         judge = run.judge
         self.stderr.write(
-            f"Run {run.pk}: judge {judge.name!r} version {judge.version} on {study.slug} ({run.units.count()} units)"
+            f"Run {run.pk}: judge {judge.name!r} version {judge.version} on {study.slug} "
+            f"({'units made by the worker' if run.preparing else f'{run.units.count()} units'})"
         )
         work_and_report(self, run, opts, process=process_run, describe=_describe, summary=run_summary)
 

@@ -31,5 +31,6 @@ class Command(BaseCommand):
             retry = run_retry_failed(run=run, enqueue=not opts["inline"])
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
-        self.stderr.write(f"Run {retry.pk}: retrying {retry.units.count()} units of run {run.pk}")
+        count = "the failed" if retry.preparing else retry.units.count()
+        self.stderr.write(f"Run {retry.pk}: retrying {count} units of run {run.pk}")
         work_and_report(self, retry, opts, process=process_run, describe=_describe, summary=run_summary)
