@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.peaks import own_peak_mb, run_child  # noqa: E402
+from bench.peaks import own_peak_mb, run_phase  # noqa: E402
 
 PHASES = ("idle", "file_stream", "file_json", "file_whole", "progress", "progress_api")
 BATCH = 10_000
@@ -162,13 +162,7 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
 def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
     """Run one phase in a child process, which reports its own peak RSS (``bench.peaks``)."""
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
-    ran = run_child(command, cap)
-    if ran is None:
-        return {"skipped": f">{cap:.0f}s"}
-    output, code = ran
-    if code != 0:
-        return {"skipped": f"failed (exit {code})"}
-    return json.loads(output.strip().splitlines()[-1])
+    return run_phase(command, cap)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ read it from ``wait4``: on Linux ``ru_maxrss`` keeps what the process had before
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -45,3 +46,14 @@ def run_child(command: list[str], cap: float, *, poll: float = 0.2, quiet: bool 
             return None
         time.sleep(poll)
     return child.stdout.read(), child.returncode
+
+
+def run_phase(command: list[str], cap: float) -> dict:
+    """Run a phase whose last line of output is its figures as JSON: those, or ``{"skipped": why}``."""
+    ran = run_child(command, cap)
+    if ran is None:
+        return {"skipped": f">{cap:.0f}s"}
+    output, code = ran
+    if code != 0:
+        return {"skipped": f"failed (exit {code})"}
+    return json.loads(output.strip().splitlines()[-1])
