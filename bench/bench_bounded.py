@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.peaks import own_peak_mb, run_phase  # noqa: E402
+from bench.peaks import own_peak_mb, phase_figures  # noqa: E402
 
 PHASES = ("idle", "file_stream", "file_json", "file_whole", "progress", "progress_api")
 BATCH = 10_000
@@ -162,7 +162,7 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
 def measure(phase: str, study_id: int, out_dir: str, cap: float) -> dict:
     """Run one phase in a child process, which reports its own peak RSS (``bench.peaks``)."""
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
-    return run_phase(command, cap)
+    return phase_figures(command, cap)
 
 
 def main() -> None:

@@ -54,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.peaks import own_peak_mb, run_phase  # noqa: E402
+from bench.peaks import own_peak_mb, phase_figures  # noqa: E402
 
 PHASES = ("idle", "csv", "ref_csv", "csv_raw", "jsonl", "parquet", "workbook", "ref_xlsx")
 BATCH = 10_000
@@ -476,7 +476,7 @@ def measure(phase: str, study_id: int, out_dir: str, cap: float, trace: bool = F
     command = [sys.executable, __file__, "--phase", phase, "--study", str(study_id), "--out", out_dir]
     if trace:
         command.append("--tracemalloc")
-    return run_phase(command, cap)
+    return phase_figures(command, cap)
 
 
 def main() -> None:

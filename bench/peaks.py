@@ -48,7 +48,7 @@ def run_child(command: list[str], cap: float, *, poll: float = 0.2, quiet: bool 
     return child.stdout.read(), child.returncode
 
 
-def run_phase(command: list[str], cap: float) -> dict:
+def phase_figures(command: list[str], cap: float) -> dict:
     """Run a phase whose last line of output is its figures as JSON: those, or ``{"skipped": why}``."""
     ran = run_child(command, cap)
     if ran is None:
