@@ -39,7 +39,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Rater, Study
-from ..plainsql import insert, update
+from ..plainsql import fetch, insert, shape, table, update
 from ..task_types import get_task_type
 from .ordering import ItemWalk, candidate_rng
 
@@ -217,20 +217,6 @@ def _lease_if_room(
     return None, item is None
 
 
-# The item's columns, in the model's order, as ``_take_free_place`` reads them back.
-_ITEM_FIELDS = Item._meta.concrete_fields
-_ITEM_COLUMNS = [f.column for f in _ITEM_FIELDS]
-
-
-def _item_from_row(row: tuple) -> Item:
-    """An Item from a raw row of ``_ITEM_COLUMNS``, its values converted as the ORM would (JSON decoded)."""
-    values = [
-        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
-        for field, value in zip(_ITEM_FIELDS, row, strict=True)
-    ]
-    return Item.from_db(connection.alias, [f.attname for f in _ITEM_FIELDS], values)
-
-
 def _take_free_place(item_id: int, quota: int) -> Item | None:
     """Lock the item and take one of its places in one statement, if it is free now and has room.
 
@@ -241,19 +227,17 @@ def _take_free_place(item_id: int, quota: int) -> Item | None:
     """
     if connection.vendor != "postgresql":
         return None
-    table = Item._meta.db_table
-    columns = ", ".join(_ITEM_COLUMNS)
-    with connection.cursor() as cursor:
-        # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
-        # change it between there and the UPDATE, which therefore always takes the place.
-        cursor.execute(
-            f"UPDATE {table} SET places_taken = places_taken + 1 WHERE id = ("  # noqa: S608 - fixed text
-            f"SELECT id FROM {table} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
-            f" RETURNING {columns}",
-            [item_id, quota],
-        )
-        row = cursor.fetchone()
-    return None if row is None else _item_from_row(row)
+    i = shape(Item, "i")
+    # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
+    # change it between there and the UPDATE, which therefore always takes the place.
+    found = fetch(
+        f"UPDATE {table(Item)} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("  # noqa: S608 - fixed text
+        f"SELECT id FROM {table(Item)} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
+        f" RETURNING {i.select}",
+        [item_id, quota],
+        i,
+    )
+    return None if found is None else found[0]
 
 
 def _create(
