@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from ..models import Assignment, Enrollment, Item, Judgment, Rater
+from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..plainsql import fetch, for_update, insert, shape, table, update
 from ..task_types import get_task_type
 from .assignment import NextItem, candidate_keys, next_assignment, take_place
@@ -61,51 +61,78 @@ def apply_attention_policy(enrollment: Enrollment) -> None:
     enrollment.save(update_fields=fields)
 
 
-def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
-    """Lock what a submission reads and writes, in next_assignment's order.
+def _lock_person_rows(
+    *, study_id: int, rater_id: int, assignment_id: int
+) -> tuple[Enrollment | None, Assignment | None]:
+    """Lock a person's enrollment in the study, then their assignment together with its item row.
 
-    For a person: their enrollment first (one request per rater at a time; it
-    is written when a check fails), then the assignment together with its item
-    row, which next_assignment also locks before taking one of the item's
-    places, so a late answer and a new lease cannot both take an item's last
-    place. Another rater's request locks this assignment only with SKIP LOCKED
-    (releasing an expired lease), so it never waits for it here. Both
-    rows in one statement is safe: any other request that locks this
-    assignment and something more holds the rater's enrollment first. A model
-    judge is not bound by the quota and only needs its assignment.
-    """
-    rows = ("self",)
-    if rater.is_human:
-        Enrollment.objects.select_for_update().filter(study_id=assignment.study_id, rater=rater).first()
-        rows = ("self", "item")
-    return Assignment.objects.select_for_update(of=rows).select_related("study", "item").get(pk=assignment.pk)
-
-
-def lock_for_answer(*, enrollment: Enrollment, assignment_id: int) -> tuple[Enrollment, Assignment]:
-    """The annotator's answer: lock the rater's enrollment, then their posted assignment with its item.
-
-    The locks ``judgment_submit`` takes for a person, in the same order, for a
-    caller that stores the answer and leases the next item in one transaction
-    (which it must be in): the enrollment comes back fresh, with the study and
-    rater of the one given, and the assignment with its item and that study.
-    ``Assignment.DoesNotExist`` when the rater has no such assignment in the study.
+    The order next_assignment locks in: the enrollment first (one request per
+    rater at a time; it is written when a check fails), then the item, which
+    next_assignment also locks before taking one of its places, so a late
+    answer and a new lease cannot both take an item's last place. Another
+    rater's request locks this assignment only with SKIP LOCKED (releasing an
+    expired lease), so it never waits for it here. Both rows in one statement
+    is safe: any other request that locks this assignment and something more
+    holds the rater's enrollment first. Plain SQL (``plainsql``): it runs for
+    every answer. The assignment is None when it is not the rater's in the study.
     """
     e, a, i = shape(Enrollment, "e"), shape(Assignment, "a"), shape(Item, "i")
-    sql = f"SELECT {e.select} FROM {table(Enrollment)} e WHERE e.id = %s{for_update()}"  # noqa: S608 - fixed text
-    (locked,) = fetch(sql, [enrollment.pk], e)
-    locked.study, locked.rater = enrollment.study, enrollment.rater
+    enrollment = fetch(
+        f"SELECT {e.select} FROM {table(Enrollment)} e WHERE e.study_id = %s AND e.rater_id = %s{for_update()}",  # noqa: S608
+        [study_id, rater_id],
+        e,
+    )
     found = fetch(
         f"SELECT {a.select}, {i.select} FROM {table(Assignment)} a JOIN {table(Item)} i ON i.id = a.item_id"  # noqa: S608
         f" WHERE a.id = %s AND a.study_id = %s AND a.rater_id = %s{for_update('a', 'i')}",
-        [assignment_id, enrollment.study_id, enrollment.rater_id],
+        [assignment_id, study_id, rater_id],
         a,
         i,
     )
-    if found is None:
+    assignment = None
+    if found is not None:
+        assignment, assignment.item = found
+    return (enrollment[0] if enrollment else None), assignment
+
+
+def _lock_for_submit(assignment: Assignment, rater: Rater) -> Assignment:
+    """Lock what a submission reads and writes: for a person ``_lock_person_rows``; a model judge is not
+    bound by the quota and only needs its assignment."""
+    if not rater.is_human:
+        return Assignment.objects.select_for_update(of=("self",)).select_related("study", "item").get(pk=assignment.pk)
+    _enrollment, locked = _lock_person_rows(
+        study_id=assignment.study_id, rater_id=rater.pk, assignment_id=assignment.pk
+    )
+    if locked is None:
         raise Assignment.DoesNotExist("No such assignment.")
-    assignment, assignment.item = found
+    locked.study = assignment.study
+    return locked
+
+
+def lock_for_answer(*, enrollment: Enrollment, assignment_id: int) -> tuple[Enrollment, Assignment]:
+    """The annotator's answer: ``_lock_person_rows`` for a caller that stores the answer and leases the
+    next item in one transaction (which it must be in).
+
+    The enrollment comes back fresh, with the study and rater of the one given,
+    and the assignment with its item and that study. ``Assignment.DoesNotExist``
+    when the rater has no such assignment in the study.
+    """
+    locked, assignment = _lock_person_rows(
+        study_id=enrollment.study_id, rater_id=enrollment.rater_id, assignment_id=assignment_id
+    )
+    if locked is None or assignment is None:
+        raise Assignment.DoesNotExist("No such assignment.")
+    locked.study, locked.rater = enrollment.study, enrollment.rater
     assignment.study = enrollment.study
     return locked, assignment
+
+
+def _attention_passed(*, study: Study, item: Item, value: Any, status: str) -> bool | None:
+    """Whether an answer to an attention check matches its gold; None for a regular item or no usable answer."""
+    if not item.is_attention_check or status != Judgment.Status.OK:
+        return None
+    task_type = get_task_type(study.task_type)
+    return task_type.matches_gold(value, item.gold, config=task_type.config(study.config))
 
 
 def _place_for_answer(locked: Assignment, now: datetime) -> bool:
@@ -162,10 +189,7 @@ def judgment_submit(
                 )
         if duration_ms is None and locked.shown_at is not None:
             duration_ms = max(0, int((now - locked.shown_at).total_seconds() * 1000))
-        attention_passed = None
-        if item.is_attention_check and status == Judgment.Status.OK:
-            task_type = get_task_type(study.task_type)
-            attention_passed = task_type.matches_gold(value, item.gold, config=task_type.config(study.config))
+        attention_passed = _attention_passed(study=study, item=item, value=value, status=status)
         too_fast = (
             rater.is_human
             and duration_ms is not None
@@ -259,10 +283,7 @@ def judgments_submit_many(*, rater: Rater, answers: list[ModelAnswer]) -> set[in
                 continue
             new.add(assignment.pk)
             item, study = assignment.item, assignment.study
-            attention_passed = None
-            if item.is_attention_check and answer.status == Judgment.Status.OK:
-                task_type = get_task_type(study.task_type)
-                attention_passed = task_type.matches_gold(value, item.gold, config=task_type.config(study.config))
+            attention_passed = _attention_passed(study=study, item=item, value=value, status=answer.status)
             rows.append(
                 Judgment(
                     assignment=assignment,
