@@ -248,15 +248,14 @@ def _item_rows(study: Study, offset: int, limit: int | None) -> list[ItemProgres
     if limit is not None:
         walked += " LIMIT %s"
         params.append(offset + max(limit, 0))
-    sql = (
-        f"SELECT id, external_id, done FROM ("  # noqa: S608 - table names and placeholders only
-        f" SELECT * FROM ({walked}) walked"
-        f" UNION ALL"
-        f" SELECT i.id, i.external_id, i.position, i.places_taken - l.n AS done FROM {item} i"
-        f"  JOIN (SELECT item_id, COUNT(*) AS n FROM ({leased}) held GROUP BY item_id) l ON l.item_id = i.id"
-        f"  WHERE NOT i.is_attention_check"
-        f") rows ORDER BY done, position, id"
+    # The leased items, each with its leases taken off its count.
+    leased_rows = (
+        f"SELECT i.id, i.external_id, i.position, i.places_taken - l.n AS done FROM {item} i"  # noqa: S608
+        f" JOIN (SELECT item_id, COUNT(*) AS n FROM ({leased}) held GROUP BY item_id) l ON l.item_id = i.id"
+        " WHERE NOT i.is_attention_check"
     )
+    union = f"SELECT * FROM ({walked}) walked UNION ALL {leased_rows}"  # noqa: S608 - fixed text
+    sql = f"SELECT id, external_id, done FROM ({union}) rows ORDER BY done, position, id"  # noqa: S608
     params += leased_params
     if limit is not None:
         sql += " LIMIT %s OFFSET %s"
