@@ -202,10 +202,22 @@ class TestSignInAndAccept:
         study = make_study()
         study.config = {**study.config, "language": "zh"}
         study.save(update_fields=["config"])
-        for target in ("", "?next=/studies/", f"?next=/s/{study.entry_token}/item/", "?next=/invite/no-such-token/"):
+        targets = ("", "?next=/studies/", f"?next=/s/{study.entry_token}/item/", "?next=/invite/no-such-token/")
+        for target in targets:
             page = client.get(f"/accounts/login/{target}")
             assert page.status_code == 200 and page["Content-Language"] == "en", target
             assert "Log in" in page.content.decode()
+
+    def test_a_hostile_next_on_the_login_form_is_not_a_server_error(self, make_study):
+        client = Client()
+        page = client.get("/accounts/login/")
+        for target in ("/invite/a\x00b/", "/invite/" + "x" * 5000 + "/", "//evil.example/invite/x/", "no-slash"):
+            posted = client.post(
+                "/accounts/login/",
+                {"username": "nobody", "password": "wrong", "next": target, "csrfmiddlewaretoken": csrf_from(page)},
+            )
+            assert posted.status_code in (200, 400), target
+            assert posted["Content-Language"] == "en", target
 
     def test_an_invitation_accepted_by_someone_else_is_refused(self, client, make_study, expert, researcher):
         invitation = invitation_create(study=make_study())
