@@ -282,8 +282,10 @@ class TestSubmit:
         study = make_study()
         begin(csrf_client, study)
         page = item_page(csrf_client, study)
-        form = {"rating": "1", "assignment": "1 OR 1=1", "csrfmiddlewaretoken": csrf_from(page)}
-        assert csrf_client.post(url(study, "item"), form).status_code == 404
+        for bad in ("1 OR 1=1", str(2**70), "-5", "1e3"):
+            form = {"rating": "1", "assignment": bad, "csrfmiddlewaretoken": csrf_from(page)}
+            assert csrf_client.post(url(study, "item"), form).status_code == 404, bad
+            assert csrf_client.post(url(study, "item"), form, **HTMX).status_code == 404, bad
 
     def test_an_answer_outside_the_scale_comes_back_with_its_message_on_the_same_item(self, csrf_client, make_study):
         study = make_study()
