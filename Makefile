@@ -110,7 +110,8 @@ worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
 
 test: dev-deps llm-deps browser proxy r
-	$(BIN)/pytest $(PYTEST_ARGS)
+	@start=$$(date +%s); status=0; $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; \
+		echo "Suite wall time: $$(( $$(date +%s) - start )) s (pytest only; exit $$status)"; exit $$status
 
 lint: dev-deps
 	$(BIN)/ruff check .
