@@ -22,7 +22,7 @@ from judging.services.judges import judge_find_or_create, judge_update
 from ratings.alignment import AlignmentParams, compute_alignment
 from ratings.cached import study_inputs
 from ratings.models import StudyReport
-from ratings.views import analysis_result
+from ratings.analysis import analysis_result
 from tests.ratings.alignment_helpers import build_ordinal
 from tests.ratings.test_alignment import BINARY_TRUTH, voted_binary_study
 from tests.ratings.test_selectors import add_rater, judge
