@@ -17,11 +17,11 @@ from django.urls import reverse
 from annotation.models import Judgment, Rater
 from judging.rankings import standing_rows
 from judging.services.judges import judge_find_or_create
+from ratings.analysis import analysis_result
 from ratings.leaderboards import judge_leaderboard
 from ratings.models import StudyReport
 from ratings.protocols import protocol_report, report_from_stored, report_json
 from ratings.tasks import study_report_task
-from ratings.analysis import analysis_result
 from tests.judging.test_one_leaderboard import played
 from tests.ratings.alignment_helpers import build_ordinal
 from tests.ratings.test_alignment import voted_binary_study
