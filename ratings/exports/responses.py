@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 
+from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpResponse, StreamingHttpResponse
 
 from annotation.models import Study
@@ -48,5 +49,13 @@ def export_file_response(export: Export) -> FileResponse:
         handle,
         as_attachment=True,
         filename=path.name.split("-", 1)[1],
-        content_type=get_format(export.format).content_type,
+        content_type=_content_type(export.format),
     )
+
+
+def _content_type(name: str) -> str:
+    try:
+        return get_format(name).content_type
+    except ValidationError:
+        # A format withdrawn since this file was written: the file is still the owner's to fetch.
+        return "application/octet-stream"

@@ -25,7 +25,7 @@ from ratings.exports.formats import (
     register_format,
     unregister_format,
 )
-from ratings.exports.services import write_export
+from ratings.exports.services import export_create, write_export
 from ratings.tasks import export_study_task
 from tests.conftest import build_study
 from tests.ratings.export_helpers import rate_as_crowd
@@ -155,14 +155,20 @@ class TestANewFormatIsOneModule:
 
     def test_once_unregistered_neither_the_page_nor_the_api_offers_it(self, client, researcher, study):
         register_format(TAB_SEPARATED)
+        written = export_create(study=study, user=researcher, fmt="tsv_test")
+        export_study_task.apply(args=[written.pk])
         unregister_format(TAB_SEPARATED.name)
+        # A file written before the format was withdrawn still downloads, as plain bytes.
+        download = token_client(researcher).get(f"/api/v1/exports/{written.pk}/download/")
+        assert download["Content-Type"] == "application/octet-stream"
+        assert lines_of(download) == sorted(EXPECTED_LINES)
         assert "tsv_test" not in offered_on_page(owner_client(client), study)
         refused = token_client(researcher).post(
             f"/api/v1/studies/{study.pk}/exports/", {"format": "tsv_test"}, format="json"
         )
         assert refused.status_code == 400
         assert "format" in refused.json()
-        assert not study.exports.exists()
+        assert list(study.exports.all()) == [written]
 
 
 class TestTheRegistry:
