@@ -371,9 +371,10 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
         target = target.with_suffix(".xlsx")
         rows = write_workbook(study, str(target))
     elif phase in ("csv", "csv_raw", "jsonl", "parquet"):
-        from ratings.exports.services import EXTENSIONS, write_export
+        from ratings.exports.formats import get_format
+        from ratings.exports.services import write_export
 
-        target = target.with_suffix("." + EXTENSIONS[phase])
+        target = target.with_suffix("." + get_format(phase).extension)
         rows = write_export(study, phase, target)
     elif phase == "ref_csv":
         target = target.with_suffix(".csv")

@@ -221,7 +221,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "annotation.models.ItemImport.Format",
-        "ExportFormatEnum": "ratings.models.Export.Format",
+        "ExportFormatEnum": "ratings.exports.formats.format_choices",
         "RunStatusEnum": "judging.models.RunStatus",
     },
 }

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""JSON access to a study's analysis for its owner (token or session authentication)."""
+"""JSON access to a study's analysis and exports for its owner (token or session authentication)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import FileResponse
@@ -9,17 +11,19 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.decorators import api_view
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.access import OwnedObjectsMixin, owned_study_or_404
+from annotation.access import OwnedObjectsMixin, get_owned_or_404, owned_study_or_404
 from annotation.api.paging import PagedListMixin
 from annotation.api.permissions import IsResearcher
 from annotation.models import Study
 
-from .export_views import ExportRequestSerializer, ExportSerializer, export_file_response
+from .exports.formats import format_choices
+from .exports.responses import export_file_response
 from .exports.services import clean_subset, export_create
 from .models import Export
 from .reports import json_ready, study_agreement
@@ -111,14 +115,89 @@ class StudyAgreementReportApi(OwnedObjectsMixin, APIView):
         return Response(json_ready(report))
 
 
-class ExportV1Serializer(ExportSerializer):
+# -- Exports, the JSON endpoints beside the export pages (/exports/api/...) ----------------
+
+
+class ExportRequestSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=[], help_text="One of the export formats this server offers.")
+    # Bounded like the database's 64-bit ids: a bigger number failed in the query (500) instead of a 400.
+    rater_subset = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False, default=list
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Read from the registry for each request, never frozen when the module loads.
+        self.fields["format"].choices = format_choices()
+
+
+class ExportSerializer(serializers.ModelSerializer):
+    """An export and its progress, with the addresses of its status and (once done) its file."""
+
+    #: The routes its addresses point to: the export pages' own JSON endpoint here, API v1's below.
+    status_route = "exports:api_status"
+    download_route = "exports:download"
+
+    study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    download_url = serializers.SerializerMethodField()
+    status_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Export
+        fields = [
+            "id",
+            "study",
+            "format",
+            "status",
+            "rater_subset",
+            "rows_written",
+            "rows_expected",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "error",
+            "status_url",
+            "download_url",
+        ]
+
     def get_download_url(self, export: Export) -> str | None:
         if export.status != Export.Status.DONE:
             return None
-        return self.context["request"].build_absolute_uri(reverse("v1:export_download", args=[export.pk]))
+        return self.context["request"].build_absolute_uri(reverse(self.download_route, args=[export.pk]))
 
     def get_status_url(self, export: Export) -> str:
-        return self.context["request"].build_absolute_uri(reverse("v1:export_detail", args=[export.pk]))
+        return self.context["request"].build_absolute_uri(reverse(self.status_route, args=[export.pk]))
+
+
+def _queue_export(request: Request, study: Study, answer: type[ExportSerializer]) -> Response:
+    """Check an export request's format and rater subset, queue the export, answer 202 with it."""
+    incoming = ExportRequestSerializer(data=request.data)
+    incoming.is_valid(raise_exception=True)
+    try:
+        subset = clean_subset(study=study, rater_ids=incoming.validated_data["rater_subset"])
+    except ValidationError as exc:
+        return Response({"rater_subset": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+    export = export_create(study=study, user=request.user, fmt=incoming.validated_data["format"], rater_subset=subset)
+    return Response(answer(export, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(request=ExportRequestSerializer, responses={202: ExportSerializer})
+@api_view(["POST"])
+def api_export_create(request: Request, slug: str) -> Response:
+    """Queue an export of one of your studies; poll its status_url until download_url appears."""
+    return _queue_export(request, owned_study_or_404(request, slug=slug), ExportSerializer)
+
+
+@extend_schema(responses=ExportSerializer)
+@api_view(["GET"])
+def api_export_status(request: Request, pk: int) -> Response:
+    export = get_owned_or_404(Export.objects.select_related("study"), user=request.user, pk=pk)
+    return Response(ExportSerializer(export, context={"request": request}).data)
+
+
+class ExportV1Serializer(ExportSerializer):
+    status_route = "v1:export_detail"
+    download_route = "v1:export_download"
 
 
 class _Exports(OwnedObjectsMixin, PagedListMixin, APIView):
@@ -146,17 +225,7 @@ class StudyExportsApi(_Exports):
         responses={202: ExportV1Serializer, 400: ErrorDetailSerializer},
     )
     def post(self, request: Request, pk: int) -> Response:
-        study = self.get_owned(Study, pk=pk)
-        incoming = ExportRequestSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        try:
-            subset = clean_subset(study=study, rater_ids=incoming.validated_data["rater_subset"])
-        except ValidationError as exc:
-            return Response({"rater_subset": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        export = export_create(
-            study=study, user=request.user, fmt=incoming.validated_data["format"], rater_subset=subset
-        )
-        return Response(ExportV1Serializer(export, context={"request": request}).data, status=202)
+        return _queue_export(request, self.get_owned(Study, pk=pk), ExportV1Serializer)
 
 
 class ExportApi(_Exports):

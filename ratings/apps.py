@@ -10,11 +10,11 @@ class RatingsConfig(AppConfig):
         # (annotation.tasks.recover_stale_jobs_task); annotation never imports ratings.
         from annotation.job_tasks import job_recovery_register
         from ratings.alignment.tasks import compute_report as alignment
+        from ratings.analysis import analysis_compute as analysis
+        from ratings.analysis import protocol_compute as protocol
         from ratings.cached import register_kind, reports_recover
         from ratings.exports.services import exports_recover
         from ratings.models import StudyReport
-        from ratings.protocol_views import compute_report as protocol
-        from ratings.views import compute_report as analysis
 
         job_recovery_register("exports", exports_recover)
         job_recovery_register("reports", reports_recover)

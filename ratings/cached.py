@@ -25,7 +25,7 @@ the token holds it, and recovery re-queues a report whose worker died.
 Studies with at most ``FUNNYBONE_REPORT_INLINE_JUDGMENTS`` judgments are
 computed in the first request that needs them (a page poll never computes).
 
-The computations themselves stay where they are (``ratings.views``,
+The computations themselves live apart from the pages (``ratings.analysis``,
 ``ratings.protocols``, ``ratings.alignment``, ``judging``); each kind
 registers one function ``compute(study, params, progress) -> dict`` of plain
 JSON values with :func:`register_kind` from its app's ``ready``.

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 from django.urls import path
 
-from . import export_views
+from . import api, export_views
 
 app_name = "exports"
 
@@ -10,6 +10,6 @@ urlpatterns = [
     path("study/<slug:slug>/request/", export_views.export_request, name="request"),
     path("<int:pk>/", export_views.export_status, name="status"),
     path("<int:pk>/download/", export_views.export_download, name="download"),
-    path("api/study/<slug:slug>/", export_views.api_export_create, name="api_create"),
-    path("api/<int:pk>/", export_views.api_export_status, name="api_status"),
+    path("api/study/<slug:slug>/", api.api_export_create, name="api_create"),
+    path("api/<int:pk>/", api.api_export_status, name="api_status"),
 ]

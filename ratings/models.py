@@ -14,19 +14,23 @@ from annotation.jobs import JobStatus, LeasedJob
 from annotation.models import Study
 
 
-class Export(LeasedJob):
-    class Format(models.TextChoices):
-        XLSX = "xlsx", "Excel workbook"
-        CSV = "csv", "CSV for spreadsheets, one row per judgment"
-        CSV_RAW = "csv_raw", "CSV for analysis (pandas, R): values exactly as stored"
-        PARQUET = "parquet", "Parquet for analysis (pandas, R, Hugging Face datasets): typed columns"
-        JSONL = "jsonl", "JSON Lines, one judgment per line"
+def export_format_choices() -> list[tuple[str, str]]:
+    """The registered export formats (``ratings.exports.formats``), read when choices are needed.
 
+    Not imported at the top: the formats' writers import these models. A callable, so a new
+    format needs no migration.
+    """
+    from ratings.exports.formats import format_choices
+
+    return format_choices()
+
+
+class Export(LeasedJob):
     # status, claimed_by, attempts, started_at, heartbeat_at and finished_at come from LeasedJob.
     Status = JobStatus
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="exports")
-    format = models.CharField(max_length=10, choices=Format)
+    format = models.CharField(max_length=10, choices=export_format_choices)
     # Relative to MEDIA_ROOT, always under exports/; empty until the file is written.
     file = models.CharField(max_length=300, blank=True)
     rater_subset = models.JSONField(

@@ -2,9 +2,10 @@
 """The protocol report page: the paper's tables and figures for a study made from a protocol template.
 
 The report is a stored report (``ratings.cached``, kind ``protocol``):
-computed once per change of the study's judgments by a worker (in the request
-for a small study) and read by the page, which says when it is out of date and
-polls while it is recomputed. Figures are embedded in the page as PNG and
+computed by ``ratings.analysis.protocol_compute`` once per change of the
+study's judgments, by a worker (in the request for a small study), and read
+by the page, which says when it is out of date and polls while it is
+recomputed. Figures are embedded in the page as PNG and
 offered as PNG/SVG downloads, and the whole report downloads as a workbook
 (one sheet per table); downloads use the stored report while it is current and
 compute afresh otherwise, so a file never holds out-of-date figures.
@@ -13,7 +14,6 @@ compute afresh otherwise, so a file never holds out-of-date figures.
 from __future__ import annotations
 
 import io
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET
 from annotation.access import owned_study_or_404
 from annotation.models import Study
 
-from .cached import Progress, ReportUnavailable, Shown, report_show
+from .cached import Shown, report_show
 from .models import StudyReport
 from .protocols import (
     NoProtocolReport,
@@ -31,18 +31,8 @@ from .protocols import (
     has_report,
     protocol_report,
     report_from_stored,
-    report_stored,
     write_report_workbook,
 )
-
-
-def compute_report(study: Study, params: dict[str, Any], progress: Progress) -> dict[str, Any]:
-    """The registered computation of ``protocol`` reports."""
-    progress(0.05, "computing the protocol's tables and figures")
-    try:
-        return report_stored(protocol_report(study=study))
-    except NoProtocolReport as exc:
-        raise ReportUnavailable(str(exc)) from None
 
 
 def _shown(request: HttpRequest, slug: str, *, inline: bool) -> tuple[Study, Shown]:

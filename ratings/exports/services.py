@@ -14,10 +14,12 @@ worker stopped beating, or fails it after its last attempt.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -40,9 +42,7 @@ from annotation.jobs import (
 from annotation.models import Judgment, Rater, Study, counted_raters
 from ratings.models import Export
 
-from .csv_jsonl import stream_csv, stream_csv_raw, stream_jsonl, write_csv, write_csv_raw, write_jsonl
-from .parquet import write_parquet
-from .workbook import write_workbook
+from .formats import get_format
 
 logger = logging.getLogger(__name__)
 
@@ -50,36 +50,6 @@ EXPORT_DIR = "exports"
 #: Claims (first run, retries, recoveries) before an export whose worker keeps dying is failed.
 MAX_ATTEMPTS = 2
 PROGRESS_EVERY = 20_000
-EXTENSIONS = {
-    Export.Format.XLSX: "xlsx",
-    Export.Format.CSV: "csv",
-    Export.Format.CSV_RAW: "raw.csv",
-    Export.Format.PARQUET: "parquet",
-    Export.Format.JSONL: "jsonl",
-}
-CONTENT_TYPES = {
-    Export.Format.XLSX: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    Export.Format.CSV: "text/csv; charset=utf-8",
-    Export.Format.CSV_RAW: "text/csv; charset=utf-8",
-    Export.Format.PARQUET: "application/vnd.apache.parquet",
-    Export.Format.JSONL: "application/x-ndjson; charset=utf-8",
-}
-# Writers of binary files take a path or binary stream; text writers a text stream.
-BINARY_WRITERS: dict[str, Callable[..., int]] = {
-    Export.Format.XLSX: write_workbook,
-    Export.Format.PARQUET: write_parquet,
-}
-TEXT_WRITERS: dict[str, Callable[..., int]] = {
-    Export.Format.CSV: write_csv,
-    Export.Format.CSV_RAW: write_csv_raw,
-    Export.Format.JSONL: write_jsonl,
-}
-# Text formats as an iterator of text, for a streaming HTTP response: stream(study, rater_subset=...).
-TEXT_STREAMS: dict[str, Callable[..., Iterable[str]]] = {
-    Export.Format.CSV: stream_csv,
-    Export.Format.CSV_RAW: stream_csv_raw,
-    Export.Format.JSONL: stream_jsonl,
-}
 
 
 def inline_limit() -> int:
@@ -108,7 +78,7 @@ def clean_subset(*, study: Study, rater_ids: Iterable[int | str]) -> list[int]:
 
 def export_filename(study: Study, fmt: str) -> str:
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    return f"{study.slug}-{stamp}.{EXTENSIONS[fmt]}"
+    return f"{study.slug}-{stamp}.{get_format(fmt).extension}"
 
 
 def is_large(study: Study) -> bool:
@@ -119,8 +89,7 @@ def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subse
     """Record an export request and queue its task once the request's transaction commits."""
     from ratings.tasks import export_study_task
 
-    if fmt not in Export.Format.values:
-        raise ValidationError(f"Unknown export format {fmt!r}.")
+    get_format(fmt)  # an unknown format is refused before anything is recorded
     export = Export.objects.create(
         study=study,
         format=fmt,
@@ -213,20 +182,31 @@ def export_run(*, export: Export, beat: Beat | None = None) -> Export:
 def write_export(
     study: Study,
     fmt: str,
-    path: str | Path,
+    target: str | Path | IO[bytes],
     *,
     rater_subset: Iterable[int] = (),
     progress: Callable[[int], None] | None = None,
 ) -> int:
-    """Write the study's export in format ``fmt`` (an ``Export.Format`` value) to ``path``; return the judgments read."""
-    if fmt in BINARY_WRITERS:
-        return BINARY_WRITERS[fmt](study, str(path), rater_subset=rater_subset, progress=progress)
-    if fmt not in TEXT_WRITERS:
-        raise ValidationError(f"Unknown export format {fmt!r}.")
-    # CSV rows end in \r\n as the csv module writes them; JSON Lines in \n.
-    newline = "\n" if fmt == Export.Format.JSONL else ""
-    with open(path, "w", encoding="utf-8", newline=newline) as out:
-        return TEXT_WRITERS[fmt](study, out, rater_subset=rater_subset, progress=progress)
+    """Write the study's export in format ``fmt`` (a registered name) to a path or binary stream.
+
+    Returns the judgments read. A text format's writer gets a text stream over
+    the target, opened with the line ends the format asks for.
+    """
+    export_format = get_format(fmt)
+    if isinstance(target, Path):
+        target = str(target)
+    options = {"rater_subset": rater_subset, "progress": progress}
+    if export_format.binary:
+        return export_format.write(study, target, **options)
+    if isinstance(target, str):
+        with open(target, "w", encoding="utf-8", newline=export_format.newline) as out:
+            return export_format.write(study, out, **options)
+    out = io.TextIOWrapper(target, encoding="utf-8", newline=export_format.newline)
+    try:
+        return export_format.write(study, out, **options)
+    finally:
+        out.flush()
+        out.detach()  # the caller keeps its binary stream open
 
 
 def export_file_path(export: Export) -> Path:

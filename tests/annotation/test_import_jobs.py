@@ -290,12 +290,11 @@ class TestTimeLimits:
 
     def test_an_export_past_its_soft_limit_is_failed_with_the_reason(self, make_study, researcher, monkeypatch):
         from ratings.exports.services import export_create
-        from ratings.models import Export
         from ratings.tasks import export_study_task
 
         study = make_study()
         monkeypatch.setattr(export_study_task, "delay_on_commit", lambda *a: None)
-        export = export_create(study=study, user=researcher, fmt=Export.Format.CSV)
+        export = export_create(study=study, user=researcher, fmt="csv")
 
         def too_slow(**kwargs):
             raise SoftTimeLimitExceeded()

@@ -61,7 +61,7 @@ def world(researcher, make_study):
     tournament = tournament_create(
         owner=researcher, name="cup", source_study=contest(researcher), judge=judge, enqueue=False
     )
-    export = export_create(study=study, user=researcher, fmt=Export.Format.CSV)
+    export = export_create(study=study, user=researcher, fmt="csv")
     export_study_task.apply(args=[export.pk])
     item_import = token_client(researcher).post(
         f"/api/v1/studies/{study.pk}/imports/",
@@ -243,7 +243,7 @@ class TestTokenDownload:
 
     def test_an_unfinished_export_is_404_with_a_reason(self, researcher, make_study):
         study = make_study()
-        export = export_create(study=study, user=researcher, fmt=Export.Format.CSV)
+        export = export_create(study=study, user=researcher, fmt="csv")
         response = token_client(researcher).get(f"/api/v1/exports/{export.pk}/download/")
         assert response.status_code == 404
         assert response.json()["detail"] == "This export is not ready."

@@ -3,8 +3,8 @@
 import pytest
 
 from annotation.models import Rater
+from ratings.analysis import analysis_result
 from ratings.models import StudyReport
-from ratings.views import analysis_result
 from tests.ratings.test_selectors import add_rater, rate_all
 from tests.ratings.test_stored_reports import alpha_cell, text
 

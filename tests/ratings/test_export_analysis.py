@@ -26,7 +26,6 @@ from ratings.exports.long_rows import judgment_rows
 from ratings.exports.parquet import PARQUET_CELLS, SCHEMA, write_parquet
 from ratings.exports.services import write_export
 from ratings.exports.study_data import load_study
-from ratings.models import Export
 from tests.conftest import build_study
 from tests.ratings.export_helpers import judge_directly, rate_as_crowd
 
@@ -97,7 +96,7 @@ def expected(study):
 
 def raw_csv(study, tmp_path):
     path = tmp_path / "judgments.raw.csv"
-    write_export(study, Export.Format.CSV_RAW, path)
+    write_export(study, "csv_raw", path)
     return path
 
 
@@ -281,7 +280,7 @@ class TestRawCsvInR:
         script.write_text(R_SCRIPT, encoding="utf-8")
         texts = raw_csv(written, tmp_path)
         numbers = tmp_path / "numbers.raw.csv"
-        write_export(ratings, Export.Format.CSV_RAW, numbers)
+        write_export(ratings, "csv_raw", numbers)
         echoed = tmp_path / "from-r.csv"
         done = subprocess.run(
             ["Rscript", str(script), str(texts), str(echoed), str(numbers)],

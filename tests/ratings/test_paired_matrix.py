@@ -7,9 +7,9 @@ from django.test import override_settings
 
 from annotation.models import Rater
 from ratings.alignment import AlignmentParams, compute_alignment
+from ratings.analysis import analysis_result
 from ratings.reports import study_agreement
 from ratings.selectors import study_rating_matrix
-from ratings.views import analysis_result
 from tests.ratings.test_selectors import add_rater, judge, rate_all
 
 pytestmark = pytest.mark.django_db

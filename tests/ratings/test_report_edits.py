@@ -20,9 +20,9 @@ from annotation.services.studies import study_set_state, study_update
 from annotation.study_changes import study_inputs_changed
 from judging.services.judges import judge_find_or_create, judge_update
 from ratings.alignment import AlignmentParams, compute_alignment
+from ratings.analysis import analysis_result
 from ratings.cached import study_inputs
 from ratings.models import StudyReport
-from ratings.views import analysis_result
 from tests.ratings.alignment_helpers import build_ordinal
 from tests.ratings.test_alignment import BINARY_TRUTH, voted_binary_study
 from tests.ratings.test_selectors import add_rater, judge

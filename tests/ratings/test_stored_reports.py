@@ -17,11 +17,11 @@ from django.urls import reverse
 from annotation.models import Judgment, Rater
 from judging.rankings import standing_rows
 from judging.services.judges import judge_find_or_create
+from ratings.analysis import analysis_result
 from ratings.leaderboards import judge_leaderboard
 from ratings.models import StudyReport
 from ratings.protocols import protocol_report, report_from_stored, report_json
 from ratings.tasks import study_report_task
-from ratings.views import analysis_result
 from tests.judging.test_one_leaderboard import played
 from tests.ratings.alignment_helpers import build_ordinal
 from tests.ratings.test_alignment import voted_binary_study
@@ -124,7 +124,7 @@ class TestAnalysisPage:
         def recomputed(*args, **kwargs):
             raise AssertionError("the page recomputed unchanged figures")
 
-        monkeypatch.setattr("ratings.views.analysis_result", recomputed)
+        monkeypatch.setattr("ratings.analysis.analysis_result", recomputed)
         assert "up to date" in owner.get(analysis(rated_study)).content.decode()
 
     def test_a_failed_computation_shows_its_reason_and_that_the_figures_are_stale(
@@ -138,7 +138,7 @@ class TestAnalysisPage:
         def broken(*args, **kwargs):
             raise MemoryError("out of memory while bootstrapping")
 
-        monkeypatch.setattr("ratings.views.analysis_result", broken)
+        monkeypatch.setattr("ratings.analysis.analysis_result", broken)
         with django_capture_on_commit_callbacks(execute=False) as callbacks:
             owner.get(analysis(rated_study))
         run_queued(callbacks)

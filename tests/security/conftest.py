@@ -91,7 +91,7 @@ def world(researcher, other_researcher, expert, settings, tmp_path) -> World:
         items_created=6,
         created_by=researcher,
     )
-    export = export_create(study=study, user=researcher, fmt=Export.Format.CSV)
+    export = export_create(study=study, user=researcher, fmt="csv")
     export = export_run(export=export_claim(export_id=export.pk))
     judge = judge_create(owner=researcher, name="owner's random judge", baseline="random")
     run = run_create(study=study, judge=judge, created_by=researcher, enqueue=False)

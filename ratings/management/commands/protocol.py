@@ -44,7 +44,7 @@ class Command(BaseCommand):
         report = sub.add_parser("report", help="Print the protocol report of a study.")
         report.add_argument("study", help="Study slug.")
         report.add_argument("--json", action="store_true", help="Print the report as JSON.")
-        report.add_argument("--xlsx", help="Also write the report to this workbook.")
+        report.add_argument("--xlsx", dest="workbook", metavar="PATH", help="Also write the report to this workbook.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         getattr(self, f"_{options['action']}")(options)
@@ -96,8 +96,8 @@ class Command(BaseCommand):
             report = protocol_report(study=study)
         except NoProtocolReport as exc:
             raise CommandError(str(exc)) from None
-        if options["xlsx"]:
-            with open(options["xlsx"], "wb") as stream:
+        if options["workbook"]:
+            with open(options["workbook"], "wb") as stream:
                 write_report_workbook(report, stream)
         if options["json"]:
             self.stdout.write(json.dumps(report_json(report), ensure_ascii=False, indent=2))
