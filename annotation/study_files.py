@@ -19,11 +19,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .importers.cells import NUL, json_ready
+from .importers.cells import json_ready
 from .importers.files import check_size, collect
 from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
-from .json_limits import DataTooComplex, LimitPassed, load_json, load_yaml
+from .json_limits import NUL, DataTooComplex, LimitPassed, has_nul, load_json, load_yaml, unstorable
 from .models import Candidate, Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 from .study_settings import SETTINGS, STUDY_SETTINGS
@@ -236,8 +236,8 @@ def check_study_data(
     if not isinstance(name, str) or not name.strip():
         problems.append("name: missing; every study needs a name.")
         name = ""
-    elif NUL in name:
-        problems.append("name: holds a NUL character (0x00); remove it.")
+    elif problem := unstorable(name):
+        problems.append(f"name: holds {problem}")
         name = name.replace(NUL, "")  # the rest is still checked, without the database refusing the NUL
     options = _check_settings(data, problems)
     kind, config = _task_type(data, problems)
@@ -279,7 +279,7 @@ def check_study_data(
 
 
 def _existing_study(*, owner: AbstractBaseUser, name: Any, replace: bool) -> Study | None:
-    if not isinstance(name, str) or not name.strip() or NUL in name:
+    if not isinstance(name, str) or not name.strip() or has_nul(name):
         return None  # check_study_data reports the name; PostgreSQL refuses a NUL even in a query
     matches = list(Study.objects.filter(owner=owner, name=name.strip())[:2])
     if not matches:

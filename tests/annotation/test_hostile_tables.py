@@ -31,8 +31,14 @@ TEXT_FILES = [
     ("nul.csv", hostile.nul_csv, ["Line 3, byte offset 20: the file holds a NUL byte"]),
 ]
 JSONL_FILES = [
-    ("deep.jsonl", hostile.deep_jsonl, ["Line 2: the line nests lists and objects more than 32 levels deep."]),
-    ("int.jsonl", hostile.huge_int_jsonl, ["Line 2: the line holds a number 5,000 digits long; the limit is 40."]),
+    ("deep.jsonl", hostile.deep_jsonl, ["Line 2: metadata: nested more than 32 levels deep; flatten the data."]),
+    ("int.jsonl", hostile.huge_int_jsonl, ["Line 2: gold: a number with 5,000 digits; numbers may have at most 30"]),
+    # A lone surrogate was a UnicodeEncodeError (text) or a DataError (metadata): a 500 either way.
+    ("text.jsonl", hostile.surrogate_text_jsonl, ["Line 2: text: an unpaired UTF-16 surrogate (U+D800) at position 2"]),
+    ("meta.jsonl", hostile.surrogate_metadata_jsonl, ["Line 2: metadata.note: an unpaired UTF-16 surrogate (U+DFFF)"]),
+    # NaN and a repeated key were accepted without a word (jsonb refuses NaN; the first "text" was dropped).
+    ("nan.jsonl", hostile.nan_jsonl, ["Line 2: metadata.score: NaN is not a number JSON allows"]),
+    ("twice.jsonl", hostile.duplicate_key_jsonl, ["Line 2: the key 'text' appears twice in one object; keep one."]),
 ]
 
 
