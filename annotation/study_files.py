@@ -301,19 +301,24 @@ def load_study_data(
     plan = check_study_data(data, owner=owner, base_dir=base_dir, existing=existing)
     if check_only:
         return None
-    with transaction.atomic():
-        if existing is None:
-            study = study_create(
-                owner=owner, name=plan.name, task_type=plan.task_type, config=plan.config, **plan.options
-            )
-        else:
-            study = study_update(study=existing, name=plan.name, config=plan.config, **plan.options)
-        if plan.items:
-            items_create(study=study, items=plan.items, replace=existing is not None)
-        if plan.state is not None and plan.state != study.state:
-            study_set_state(study=study, state=plan.state)
-        for key, value in plan.sections.items():
-            SECTIONS[key].load(owner=owner, value=value, study=study)
+    try:
+        with transaction.atomic():
+            if existing is None:
+                study = study_create(
+                    owner=owner, name=plan.name, task_type=plan.task_type, config=plan.config, **plan.options
+                )
+            else:
+                study = study_update(study=existing, name=plan.name, config=plan.config, **plan.options)
+            if plan.items:
+                items_create(study=study, items=plan.items, replace=existing is not None)
+            if plan.state is not None and plan.state != study.state:
+                study_set_state(study=study, state=plan.state)
+            for key, value in plan.sections.items():
+                SECTIONS[key].load(owner=owner, value=value, study=study)
+    except ValidationError as exc:
+        # What only writing finds out (a judge naming a key variable its owner may not use) is a problem
+        # with the file like any other, not a traceback from load_study; the transaction wrote nothing.
+        raise StudyFileError(exc.messages) from None
     return study
 
 
