@@ -24,6 +24,7 @@ from .importers.files import check_size, collect
 from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
 from .json_limits import NUL, DataTooComplex, LimitPassed, has_nul, load_json, load_yaml, unstorable
+from .languages import language_problem
 from .models import Candidate, Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 from .study_settings import SETTINGS, STUDY_SETTINGS
@@ -39,13 +40,16 @@ COMMON_CONFIG_KEYS = ("language", "question", "source_study")
 
 
 def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
-    """Settings a task type does not know (a typo would otherwise be silently ignored)."""
+    """Settings a task type does not know (a typo would otherwise be silently ignored), and a language it cannot use."""
     known = [*kind.default_config, *(k for k in COMMON_CONFIG_KEYS if k not in kind.default_config)]
-    return [
+    problems = [
         f"unknown setting {key!r}{suggest(str(key), known)} for {kind.name}; known settings: {', '.join(known)}."
         for key in config
         if key not in known
     ]
+    if language := language_problem(config.get("language")):
+        problems.append(f"language: {language}")
+    return problems
 
 
 @dataclass(frozen=True)
