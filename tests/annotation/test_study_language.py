@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from annotation.languages import language_problem
 from annotation.models import Study
 from annotation.services.studies import study_create
+from tests.annotation.test_study_settings import page_form
 
 pytestmark = pytest.mark.django_db
 
@@ -44,17 +45,7 @@ class TestTheStudyPage:
     @pytest.mark.parametrize("language", ["xx<script>", "e" * 2_000])
     def test_it_names_the_language_and_creates_nothing(self, client, researcher, language):
         client.force_login(researcher)
-        form = {
-            "name": "Jokes",
-            "task_type": "ordinal",
-            "config": json.dumps({"language": language}),
-            "quota_per_item": 3,
-            "item_order": "random_per_rater",
-            "attention_check_rate": 0,
-            "attention_check_policy": "flag",
-            "attention_check_max_failures": 0,
-            "min_seconds_per_item": 0,
-        }
+        form = page_form(name="Jokes", config=json.dumps({"language": language}))
         response = client.post(reverse("researcher:study_new"), form)
         assert response.status_code == 200
         errors = response.context["form"].errors["config"]
