@@ -183,8 +183,12 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
     value = dict(pairs)
     if len(value) == len(pairs):
         return value
-    keys = [key for key, _ in pairs]
-    repeated = next(key for n, key in enumerate(keys) if key in keys[:n])
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated = key
+            break
+        seen.add(key)
     # Python keeps the last of the two and drops the first without a word; the author meant one of them.
     return _Refused(f"the key {repeated[:80]!r} appears twice in one object; keep one.")
 
