@@ -93,8 +93,8 @@ def gold_from_file(task_type: TaskType, raw: Any) -> Any:
             raw = load_json(raw)
         except json.JSONDecodeError as exc:
             raise CellProblem(f"the gold answer looks like JSON but is not valid JSON ({exc.msg}).") from None
-        except DataTooComplex as exc:  # a cell of 20,000 "[" was a RecursionError
-            raise CellProblem(f"the gold answer: {exc}") from None
+        except DataTooComplex as exc:
+            raise CellProblem(str(exc)) from None
     if isinstance(raw, dict):
         return raw
     converter = GOLD_CONVERTERS.get(task_type.gold_field)

@@ -115,6 +115,20 @@ class TestItemUploadRefusesHostileFiles:
         assert item_import.errors == ["Row 2: gold answer: The rating 9 is outside the scale (0, 1, 2, 3)."]
         assert stored_files(isolated_media) == []
 
+    def test_a_gold_cell_written_as_json_is_held_to_the_guards_depth_limit(
+        self, csrf_client, researcher, study, isolated_media
+    ):
+        # The cell was read with a bare json.loads, outside the limits every other door keeps.
+        deep = '{"rating": ' + "[" * 40 + "]" * 40 + "}"
+        data = b'id,text,gold\nj1,A joke,"' + deep.replace('"', '""').encode() + b'"\n'
+        url = reverse("researcher:study_items", args=[study.pk])
+        response = csrf_upload(csrf_client, researcher, url, "items.csv", data)
+        assert response.status_code == 302
+        [error] = ItemImport.objects.get().errors
+        assert error.startswith("Row 2: gold answer: rating[0][0]")
+        assert error.endswith(": nested more than 32 levels deep; flatten the data.")
+        assert Item.objects.count() == 0
+
     def test_a_small_workbook_of_big_xml_goes_to_a_worker(
         self, researcher, study, monkeypatch, django_capture_on_commit_callbacks
     ):
