@@ -18,6 +18,14 @@ def make(owner, base_url: str, name: str = "gpt judge"):
     return judge_create(owner=owner, name=name, base_url=base_url, model="some-model")
 
 
+def judge_page_form(**settings) -> dict:
+    """The judge page's defaults, as a browser would post them (an unticked checkbox is not sent), and ``settings``."""
+    blank = JudgeForm(instance=JudgeConfig())
+    data = {name: blank[name].value() for name in blank.fields}
+    data = {name: value for name, value in data.items() if value is not None and value is not False}
+    return {**data, **settings}
+
+
 class TestSchemes:
     @pytest.mark.parametrize(
         "url",
@@ -51,10 +59,7 @@ class TestBaseUrlWithLineBreaks:
 
     def test_the_judge_page_names_the_field(self, client, researcher):
         client.force_login(researcher)
-        blank = JudgeForm(instance=JudgeConfig())
-        data = {name: blank[name].value() for name in blank.fields}
-        data = {name: value for name, value in data.items() if value is not None and value is not False}
-        data.update(name="crlf", base_url="http://127.0.0.1:8080/v1\r\nX-Injected: 1", model="m")
+        data = judge_page_form(name="crlf", base_url="http://127.0.0.1:8080/v1\r\nX-Injected: 1", model="m")
         response = client.post("/judging/judges/", data)
         assert response.status_code == 200
         assert response.context["form"].errors["base_url"] == [
@@ -129,11 +134,7 @@ class TestAllowlist:
     def test_the_judge_page_shows_the_refusal(self, client, researcher, settings):
         settings.FUNNYBONE_JUDGE_URL_ALLOWLIST = ["127.0.0.1:8080"]
         client.force_login(researcher)
-        blank = JudgeForm(instance=JudgeConfig())
-        # The defaults, as a browser would post them (an unticked checkbox is not sent).
-        data = {name: blank[name].value() for name in blank.fields}
-        data = {name: value for name, value in data.items() if value is not None and value is not False}
-        data.update(name="outside", base_url="http://10.0.0.5:8080/v1", model="m")
+        data = judge_page_form(name="outside", base_url="http://10.0.0.5:8080/v1", model="m")
         response = client.post("/judging/judges/", data)
         assert "not on this server&#x27;s list of allowed judge hosts" in response.content.decode()
         assert not JudgeConfig.objects.filter(name="outside").exists()
