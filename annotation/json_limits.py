@@ -1,8 +1,13 @@
-"""Limits on parsed JSON and YAML: nesting depth, number of values, digits of an integer, length of a string.
+"""The one home for hostile input: what text the database cannot store, and limits on parsed JSON and YAML.
 
-Everything that parses JSON or YAML a user sent (API bodies, study files, the
-study config typed on a page, item metadata) goes through here, because the
-parsers alone fail badly on hostile input:
+Every door that takes what a user typed or uploaded asks here: the middleware
+(address, query string, cookies), the table readers (JSON Lines; CSV and XLSX
+cells through ``annotation.importers.cells``), study files (YAML and JSON),
+the API's JSON bodies and JSON form fields (``annotation.api.json_input``),
+the forms' JSON config, study settings, written answers (``task_types.base``)
+and the login redirect. Nobody else checks for a NUL or a surrogate, or parses a
+user's JSON or YAML with the bare parsers (tests/annotation/test_hostile_input_home.py
+fails if someone does). The parsers alone fail badly on hostile input:
 
 - json and PyYAML recurse once per nesting level: a few kilobytes of ``[[[[``
   end in a RecursionError (a 500, or a traceback from ``load_study``);
@@ -12,14 +17,19 @@ parsers alone fail badly on hostile input:
   list each other nine times over stands for a billion values ("billion
   laughs"): loading is quick, but every walk over the result (our checks, the
   JSON written to the database) runs for minutes;
-- PostgreSQL's jsonb refuses a NUL character and a lone UTF-16 surrogate.
+- PostgreSQL refuses a NUL character in text and jsonb, and a lone UTF-16
+  surrogate (``"\\ud800"`` in JSON) cannot even be encoded for it (a UnicodeEncodeError);
+- Python's json reads ``NaN``, ``Infinity`` and ``1e999`` (not JSON; jsonb refuses
+  them) and keeps the last of two equal keys, silently dropping the first.
 
 ``load_json``, ``load_yaml`` and ``check_data`` raise ``DataTooComplex`` (a
 ValueError) whose ``path`` says where (``config.points[3]``) and whose
-message can be shown to the user as is. The limits are settings (README).
+message can be shown to the user as is. ``unstorable(text)`` says why one text
+cannot be stored. The limits are settings (``FUNNYBONE_JSON_MAX_*``, README).
 """
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -58,11 +68,12 @@ class DataTooComplex(ValueError):
         super().__init__(f"{prefix}: {problem}" if prefix else problem[0].upper() + problem[1:])
 
 
-class _LongInteger:
-    """What the JSON parser puts where an integer has too many digits, so the check can say where it was."""
+class _Refused:
+    """What the JSON parser puts where a value is refused (an overlong integer, NaN, a repeated key),
+    so the check that walks the result can say where it was."""
 
-    def __init__(self, digits: int):
-        self.digits = digits
+    def __init__(self, problem: str):
+        self.problem = problem
 
 
 def _too_many_digits(digits: int, limits: DataLimits) -> str:
@@ -77,18 +88,36 @@ def _too_many_values(limits: DataLimits) -> str:
     return f"holds more than {limits.max_nodes:,} values (each use of a YAML alias counts); split it up."
 
 
+# PostgreSQL keeps no NUL in text or jsonb, and cannot even compare one in a query.
+NUL = "\x00"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_nul(text: str) -> bool:
+    return NUL in text
+
+
+def has_surrogate(text: str) -> bool:
+    """An unpaired UTF-16 surrogate: only a JSON escape such as \\ud800 makes one, and it cannot be encoded."""
+    return _SURROGATE.search(text) is not None
+
+
+def unstorable(text: str, *, nul: bool = True) -> str | None:
+    """Why the database cannot store ``text`` (a NUL, a lone surrogate), phrased to follow "holds"; else None.
+
+    ``nul=False`` leaves NUL characters to a caller that names each field holding one."""
+    if nul and has_nul(text):
+        return f"a NUL character (0x00) at position {text.index(NUL) + 1}; remove it."
+    found = _SURROGATE.search(text)
+    if found:
+        return f"an unpaired UTF-16 surrogate (U+{ord(found.group()):04X}) at position {found.start() + 1}; remove it."
+    return None
 
 
 def _text_problem(text: str, limits: DataLimits, nul: bool = True) -> str | None:
     if len(text) > limits.max_string_chars:
         return f"a text of {len(text):,} characters; the limit is {limits.max_string_chars:,}."
-    if nul and "\x00" in text:
-        return f"a NUL character (0x00) at position {text.index(chr(0)) + 1}; remove it."
-    found = _SURROGATE.search(text)
-    if found:
-        return f"an unpaired UTF-16 surrogate (U+{ord(found.group()):04X}) at position {found.start() + 1}."
-    return None
+    return unstorable(text, nul=nul)
 
 
 def _child(path: str, key: Any) -> str:
@@ -133,21 +162,48 @@ def check_data(
         elif isinstance(current, str):
             if problem := _text_problem(current, limits, nul):
                 raise DataTooComplex(problem, path=here, where=where)
-        elif isinstance(current, _LongInteger):
-            raise DataTooComplex(_too_many_digits(current.digits, limits), path=here, where=where)
+        elif isinstance(current, _Refused):
+            raise DataTooComplex(current.problem, path=here, where=where)
         elif isinstance(current, int) and not isinstance(current, bool) and _too_long(current, limits):
             raise DataTooComplex(_too_many_digits(len(str(abs(current))), limits), path=here, where=where)
 
 
+def _not_a_number(word: str) -> _Refused:
+    return _Refused(f"{word} is not a number JSON allows; write a number or null.")
+
+
+def _float(text: str) -> float | _Refused:
+    number = float(text)
+    if math.isfinite(number):
+        return number
+    return _Refused(f"the number {text[:40]} is too large to store; write a smaller one.")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Refused:
+    value = dict(pairs)
+    if len(value) == len(pairs):
+        return value
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated = key
+            break
+        seen.add(key)
+    # Python keeps the last of the two and drops the first without a word; the author meant one of them.
+    return _Refused(f"the key {repeated[:80]!r} appears twice in one object; keep one.")
+
+
 def load_json(text: str, *, where: str = "", limits: DataLimits | None = None, nul: bool = True, **options: Any) -> Any:
     """``json.loads`` within the limits. A syntax error stays a json.JSONDecodeError (line and column);
-    anything over a limit is a DataTooComplex naming the place. ``options`` go to json.loads."""
+    anything over a limit, NaN or Infinity, and a key written twice in one object are a DataTooComplex
+    naming the place. ``options`` go to json.loads (``parse_constant`` replaces the NaN refusal)."""
     limits = limits or data_limits()
 
-    def integer(digits: str) -> int | _LongInteger:
+    def integer(digits: str) -> int | _Refused:
         count = len(digits.lstrip("-"))
-        return _LongInteger(count) if count > limits.max_int_digits else int(digits)
+        return _Refused(_too_many_digits(count, limits)) if count > limits.max_int_digits else int(digits)
 
+    options = {"parse_constant": _not_a_number, "parse_float": _float, "object_pairs_hook": _object, **options}
     try:
         value = json.loads(text, parse_int=integer, **options)
     except RecursionError:

@@ -19,11 +19,35 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.conf.locale import LANG_INFO
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
 # A BCP 47 tag such as "zh", "ja" or "zh-Hant"; anything else is not put in a lang attribute.
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
+
+
+def _known_languages() -> frozenset[str]:
+    # The primary subtags of every language Django describes: far more than the pages are translated into,
+    # since a study's items may be in any of them (its pages then speak English).
+    return frozenset(code.split("-")[0] for code in LANG_INFO)
+
+
+def language_problem(value: Any) -> str | None:
+    """Why a study's config ``language`` is refused (phrased to follow the setting's name); None when it is fine.
+
+    Every door asks this (the study forms, the API, study files, through ``study_files.config_problems``):
+    the value ends up in a lang attribute and picks the pages' translation, so it must be a tag of a
+    language we know, not ``xx<script>`` or two thousand characters.
+    """
+    if value is None or value == "":
+        return None
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+    if not isinstance(value, str) or not LANGUAGE_TAG.match(value.strip()):
+        return f"{shown} is not a language tag; write one such as en, zh, ja or de."
+    if value.strip().split("-")[0].lower() not in _known_languages():
+        return f"{shown} is not a language Funnybone knows; write one such as en, zh, ja or de."
+    return None
 
 
 def items_language(config: dict[str, Any] | None) -> str:

@@ -28,9 +28,8 @@ from django.urls import Resolver404, resolve, reverse
 from django.utils.decorators import method_decorator
 from django.utils.translation import ngettext
 
-from funnybone.middleware import NUL
-
 from .api.permissions import is_researcher
+from .json_limits import has_nul
 from .languages import in_language
 from .ratelimit import client_address, count, forget, hit, prolong
 
@@ -145,7 +144,7 @@ def _invited_study_config(request: HttpRequest, **_kwargs: Any) -> dict[str, Any
     from .views.annotator import _invited_study_config as invited
 
     target = request.POST.get("next") or request.GET.get("next") or ""
-    if NUL in target:  # PostgreSQL cannot even compare one (funnybone.middleware)
+    if has_nul(target):  # PostgreSQL cannot even compare one (funnybone.middleware)
         return None
     try:
         match = resolve(target.split("?", 1)[0]) if target.startswith("/") else None

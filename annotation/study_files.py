@@ -19,11 +19,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .importers.cells import NUL, json_ready
+from .importers.cells import json_ready
 from .importers.files import check_size, collect
 from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
-from .json_limits import DataTooComplex, LimitPassed, load_json, load_yaml
+from .json_limits import NUL, DataTooComplex, LimitPassed, has_nul, load_json, load_yaml, unstorable
+from .languages import language_problem
 from .models import Candidate, Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 from .study_settings import SETTINGS, STUDY_SETTINGS
@@ -39,13 +40,16 @@ COMMON_CONFIG_KEYS = ("language", "question", "source_study")
 
 
 def config_problems(kind: TaskType, config: dict[str, Any]) -> list[str]:
-    """Settings a task type does not know (a typo would otherwise be silently ignored)."""
+    """Settings a task type does not know (a typo would otherwise be silently ignored), and a language it cannot use."""
     known = [*kind.default_config, *(k for k in COMMON_CONFIG_KEYS if k not in kind.default_config)]
-    return [
+    problems = [
         f"unknown setting {key!r}{suggest(str(key), known)} for {kind.name}; known settings: {', '.join(known)}."
         for key in config
         if key not in known
     ]
+    if language := language_problem(config.get("language")):
+        problems.append(f"language: {language}")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -236,8 +240,8 @@ def check_study_data(
     if not isinstance(name, str) or not name.strip():
         problems.append("name: missing; every study needs a name.")
         name = ""
-    elif NUL in name:
-        problems.append("name: holds a NUL character (0x00); remove it.")
+    elif problem := unstorable(name):
+        problems.append(f"name: holds {problem}")
         name = name.replace(NUL, "")  # the rest is still checked, without the database refusing the NUL
     options = _check_settings(data, problems)
     kind, config = _task_type(data, problems)
@@ -279,7 +283,7 @@ def check_study_data(
 
 
 def _existing_study(*, owner: AbstractBaseUser, name: Any, replace: bool) -> Study | None:
-    if not isinstance(name, str) or not name.strip() or NUL in name:
+    if not isinstance(name, str) or not name.strip() or has_nul(name):
         return None  # check_study_data reports the name; PostgreSQL refuses a NUL even in a query
     matches = list(Study.objects.filter(owner=owner, name=name.strip())[:2])
     if not matches:
@@ -301,19 +305,24 @@ def load_study_data(
     plan = check_study_data(data, owner=owner, base_dir=base_dir, existing=existing)
     if check_only:
         return None
-    with transaction.atomic():
-        if existing is None:
-            study = study_create(
-                owner=owner, name=plan.name, task_type=plan.task_type, config=plan.config, **plan.options
-            )
-        else:
-            study = study_update(study=existing, name=plan.name, config=plan.config, **plan.options)
-        if plan.items:
-            items_create(study=study, items=plan.items, replace=existing is not None)
-        if plan.state is not None and plan.state != study.state:
-            study_set_state(study=study, state=plan.state)
-        for key, value in plan.sections.items():
-            SECTIONS[key].load(owner=owner, value=value, study=study)
+    try:
+        with transaction.atomic():
+            if existing is None:
+                study = study_create(
+                    owner=owner, name=plan.name, task_type=plan.task_type, config=plan.config, **plan.options
+                )
+            else:
+                study = study_update(study=existing, name=plan.name, config=plan.config, **plan.options)
+            if plan.items:
+                items_create(study=study, items=plan.items, replace=existing is not None)
+            if plan.state is not None and plan.state != study.state:
+                study_set_state(study=study, state=plan.state)
+            for key, value in plan.sections.items():
+                SECTIONS[key].load(owner=owner, value=value, study=study)
+    except ValidationError as exc:
+        # What only writing finds out (a judge naming a key variable its owner may not use) is a problem
+        # with the file like any other, not a traceback from load_study; the transaction wrote nothing.
+        raise StudyFileError(exc.messages) from None
     return study
 
 

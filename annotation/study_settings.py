@@ -25,6 +25,7 @@ from django.core.validators import URLValidator
 from django.db import models
 from django.utils.text import capfirst
 
+from .json_limits import unstorable
 from .models import Study
 
 Kind = Literal["text", "whole_number", "number", "choice", "url"]
@@ -130,8 +131,8 @@ class StudySetting:
             return [self.type_message]
         if self.kind == "choice":
             return [] if value in self.choices else [self.choice_message]
-        if "\x00" in value:  # PostgreSQL cannot store it
-            return ["Holds a NUL character (0x00); remove it."]
+        if problem := unstorable(value):
+            return [f"Holds {problem}"]
         text = value.strip()
         if not text:
             return [] if self.allow_blank else ["Must not be empty."]

@@ -5,7 +5,8 @@ so ``?PROLIFIC_PID=a%00b`` or ``?name=%00`` used to end in a DataError (a 500)
 wherever the value reached a lookup. Answering 400 here covers every view,
 present and future. Form fields are left to the forms (Django's CharField
 refuses a NUL, and the task types check answers), so a NUL typed into a form
-comes back as that form's error rather than as a bare error page.
+comes back as that form's error rather than as a bare error page. What counts as a
+NUL is the hostile-input guard's (``annotation.json_limits``).
 """
 
 from collections.abc import Callable
@@ -13,18 +14,18 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-NUL = "\x00"
+from annotation.json_limits import NUL, has_nul
 
 
 def nul_problem(request: HttpRequest) -> str | None:
     """Where a NUL is, phrased for the message; None when there is none."""
-    if NUL in request.path_info:
+    if has_nul(request.path_info):
         return "the address"
     for name, values in request.GET.lists():
-        if NUL in name or any(NUL in value for value in values):
+        if has_nul(name) or any(has_nul(value) for value in values):
             return f"the query parameter {name.replace(NUL, '') or '(unnamed)'}"
     for name, value in request.COOKIES.items():
-        if NUL in name or NUL in value:
+        if has_nul(name) or has_nul(value):
             return f"the cookie {name.replace(NUL, '')}"
     return None
 

@@ -150,6 +150,9 @@ def _host_allowed(host: str, port: int) -> str:
 
 def base_url_problem(url: str) -> str:
     """Why a judge or generator may not use ``url`` (without a DNS lookup); "" when it may."""
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        # urlsplit quietly drops CR, LF and tab, so "http://host/v1\r\nX-Header: y" passed and was stored as typed.
+        return "The base URL must not contain spaces, line breaks, tabs or other control characters."
     try:
         parts = urlsplit(url)
     except ValueError:  # e.g. an unclosed [IPv6 bracket

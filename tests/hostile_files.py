@@ -128,6 +128,27 @@ def deep_jsonl(depth: int = 10_000) -> bytes:
     )
 
 
+def jsonl_lines(*lines: str) -> bytes:
+    """A JSON Lines file whose first line is a good item; the lines are written as given (escapes stay escapes)."""
+    return ('{"id": "j1", "text": "fine"}\n' + "".join(line + "\n" for line in lines)).encode()
+
+
+def surrogate_text_jsonl() -> bytes:
+    return jsonl_lines('{"id": "j2", "text": "a\\ud800b"}')
+
+
+def surrogate_metadata_jsonl() -> bytes:
+    return jsonl_lines('{"id": "j2", "text": "x", "metadata": {"note": "a\\udfffb"}}')
+
+
+def nan_jsonl() -> bytes:
+    return jsonl_lines('{"id": "j2", "text": "x", "metadata": {"score": NaN}}')
+
+
+def duplicate_key_jsonl() -> bytes:
+    return jsonl_lines('{"id": "j2", "text": "first", "text": "second"}')
+
+
 def huge_int_jsonl(digits: int = 5_000) -> bytes:
     return (
         json.dumps({"id": "j1", "text": "fine"}).encode()

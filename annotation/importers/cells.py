@@ -7,15 +7,12 @@ import datetime as dt
 import math
 from typing import Any
 
+from ..json_limits import unstorable
 from ..tables import cell_text
 
 # A cell longer than this is almost certainly a mistake (a pasted document, a
 # broken quote swallowing the rest of the file), and would wreck the annotator's page.
 MAX_CELL_CHARS = 20_000
-
-# PostgreSQL stores neither a NUL character in text nor a \u0000 escape in jsonb; refused
-# up front, a NUL is a message for its row instead of a database error after every check passed.
-NUL = "\x00"
 
 TRUE_WORDS = {"1", "true", "yes", "y", "x"}
 FALSE_WORDS = {"", "0", "false", "no", "n"}
@@ -43,13 +40,13 @@ def json_ready(value: Any, *, field: str) -> Any:
         for key, inner in value.items():
             if not isinstance(key, str | int | float) or isinstance(key, bool):
                 raise CellProblem(f"{field} has a key that is not text: {key!r}.")
-            _refuse_nul(str(key), field=field)
+            _refuse_unstorable(str(key), field=field)
             clean[str(key)] = json_ready(inner, field=field)
         return clean
     if isinstance(value, list | tuple):
         return [json_ready(inner, field=field) for inner in value]
     if isinstance(value, str):
-        _refuse_nul(value, field=field)
+        _refuse_unstorable(value, field=field)
         return value
     if isinstance(value, bool | int) or value is None:
         return value
@@ -60,21 +57,22 @@ def json_ready(value: Any, *, field: str) -> Any:
     raise CellProblem(f"{field} holds a value that cannot be stored: {value!r}.")
 
 
-def _refuse_nul(text: str, *, field: str) -> None:
-    if NUL in text:
-        raise CellProblem(f"{field} holds a NUL character (0x00) at position {text.index(NUL) + 1}; remove it.")
+def _refuse_unstorable(text: str, *, field: str) -> None:
+    # Refused up front, such text is a message for its row instead of a database error after every check passed.
+    if problem := unstorable(text):
+        raise CellProblem(f"{field} holds {problem}")
 
 
 def check_text(value: Any, *, field: str) -> None:
-    """Refuse text that cannot be stored anywhere in a value (nested too): enormous, or holding a NUL."""
+    """Refuse text that cannot be stored anywhere in a value (nested too): enormous, or unstorable (a NUL)."""
     if isinstance(value, str):
         if len(value) > MAX_CELL_CHARS:
             raise CellProblem(f"{field} holds {len(value):,} characters; the limit is {MAX_CELL_CHARS:,}.")
-        _refuse_nul(value, field=field)
+        _refuse_unstorable(value, field=field)
     elif isinstance(value, dict):
         for key, inner in value.items():
             if isinstance(key, str):
-                _refuse_nul(key, field=field)
+                _refuse_unstorable(key, field=field)
             check_text(inner, field=field)
     elif isinstance(value, list | tuple):
         for inner in value:

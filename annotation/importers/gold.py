@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..json_limits import DataTooComplex, load_json
 from ..tables import cell_text
 from ..task_types import TIE, TaskType
 from .cells import CellProblem
@@ -89,9 +90,11 @@ def gold_from_file(task_type: TaskType, raw: Any) -> Any:
         return None
     if isinstance(raw, str) and raw.strip().startswith("{"):
         try:
-            raw = json.loads(raw)
+            raw = load_json(raw)
         except json.JSONDecodeError as exc:
             raise CellProblem(f"the gold answer looks like JSON but is not valid JSON ({exc.msg}).") from None
+        except DataTooComplex as exc:
+            raise CellProblem(str(exc)) from None
     if isinstance(raw, dict):
         return raw
     converter = GOLD_CONVERTERS.get(task_type.gold_field)

@@ -19,8 +19,6 @@ row (a workbook's shared strings excepted, which the archive checks bound).
 - ``workload(stream, fmt=..., size=...)``: the same figure from the archive
   directory alone, to decide between reading now and a worker.
 - ``cell_text(value)`` is the one reading of a cell (rules in ``cells``).
-- ``loads_bounded(text)`` / ``json_limits_problem(value)``: the JSON depth and
-  number-size limits, for callers parsing JSON or YAML themselves.
 
 A file that cannot be read raises ``TableError`` whose ``problems`` carry
 row, column, part and message as data.
@@ -30,16 +28,7 @@ from pathlib import PurePath
 from typing import IO
 
 from .cells import canonical_value, cell_number, cell_text
-from .jsonl import (
-    MAX_JSON_DEPTH,
-    MAX_JSON_NUMBER_CHARS,
-    JsonLimitError,
-    JsonLine,
-    json_depth,
-    json_limits_problem,
-    loads_bounded,
-    read_json_lines,
-)
+from .jsonl import JsonLine, read_json_lines
 from .problems import Problem, TableError
 from .rows import MAX_COLUMNS, MAX_FIELD_CHARS, TableRow, split_header
 from .text import quick_csv_texts, read_csv
@@ -60,10 +49,7 @@ __all__ = [
     "JSONL",
     "MAX_COLUMNS",
     "MAX_FIELD_CHARS",
-    "MAX_JSON_DEPTH",
-    "MAX_JSON_NUMBER_CHARS",
     "XLSX",
-    "JsonLimitError",
     "JsonLine",
     "Problem",
     "TableError",
@@ -73,9 +59,6 @@ __all__ = [
     "cell_text",
     "check_file",
     "detect_format",
-    "json_depth",
-    "json_limits_problem",
-    "loads_bounded",
     "quick_csv_texts",
     "read_json_lines",
     "read_rows",

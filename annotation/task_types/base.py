@@ -14,7 +14,6 @@ elsewhere asks the task type rather than comparing its name
 from __future__ import annotations
 
 import random
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any, ClassVar
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
+from ..json_limits import has_nul, has_surrogate
 from ..languages import platform_text
 
 #: The value a pairwise answer takes for "equally funny".
@@ -196,15 +196,12 @@ def require_dict(value: Any, *keys: str) -> dict[str, Any]:
     return value
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def check_storable(text: str) -> None:
     """Refuse written text the database cannot store: PostgreSQL keeps no NUL character (0x00) in
     text or jsonb, and no unpaired UTF-16 surrogate (which only a JSON escape such as \\ud800 makes)."""
-    if "\x00" in text:
+    if has_nul(text):
         raise ValidationError(gettext("Your answer contains a NUL character (0x00); please remove it."))
-    if _SURROGATE.search(text):
+    if has_surrogate(text):
         raise ValidationError(gettext("Your answer contains an unpaired surrogate character; please remove it."))
 
 

@@ -31,8 +31,14 @@ TEXT_FILES = [
     ("nul.csv", hostile.nul_csv, ["Line 3, byte offset 20: the file holds a NUL byte"]),
 ]
 JSONL_FILES = [
-    ("deep.jsonl", hostile.deep_jsonl, ["Line 2: the line nests lists and objects more than 32 levels deep."]),
-    ("int.jsonl", hostile.huge_int_jsonl, ["Line 2: the line holds a number 5,000 digits long; the limit is 40."]),
+    ("deep.jsonl", hostile.deep_jsonl, ["Line 2: metadata: nested more than 32 levels deep; flatten the data."]),
+    ("int.jsonl", hostile.huge_int_jsonl, ["Line 2: gold: a number with 5,000 digits; numbers may have at most 30"]),
+    # A lone surrogate was a UnicodeEncodeError (text) or a DataError (metadata): a 500 either way.
+    ("text.jsonl", hostile.surrogate_text_jsonl, ["Line 2: text: an unpaired UTF-16 surrogate (U+D800) at position 2"]),
+    ("meta.jsonl", hostile.surrogate_metadata_jsonl, ["Line 2: metadata.note: an unpaired UTF-16 surrogate (U+DFFF)"]),
+    # NaN and a repeated key were accepted without a word (jsonb refuses NaN; the first "text" was dropped).
+    ("nan.jsonl", hostile.nan_jsonl, ["Line 2: metadata.score: NaN is not a number JSON allows"]),
+    ("twice.jsonl", hostile.duplicate_key_jsonl, ["Line 2: the key 'text' appears twice in one object; keep one."]),
 ]
 
 
@@ -108,6 +114,20 @@ class TestItemUploadRefusesHostileFiles:
         assert item_import.status == "failed"
         assert item_import.errors == ["Row 2: gold answer: The rating 9 is outside the scale (0, 1, 2, 3)."]
         assert stored_files(isolated_media) == []
+
+    def test_a_gold_cell_written_as_json_is_held_to_the_guards_depth_limit(
+        self, csrf_client, researcher, study, isolated_media
+    ):
+        # The cell was read with a bare json.loads, outside the limits every other door keeps.
+        deep = '{"rating": ' + "[" * 40 + "]" * 40 + "}"
+        data = b'id,text,gold\nj1,A joke,"' + deep.replace('"', '""').encode() + b'"\n'
+        url = reverse("researcher:study_items", args=[study.pk])
+        response = csrf_upload(csrf_client, researcher, url, "items.csv", data)
+        assert response.status_code == 302
+        [error] = ItemImport.objects.get().errors
+        assert error.startswith("Row 2: gold answer: rating[0][0]")
+        assert error.endswith(": nested more than 32 levels deep; flatten the data.")
+        assert Item.objects.count() == 0
 
     def test_a_small_workbook_of_big_xml_goes_to_a_worker(
         self, researcher, study, monkeypatch, django_capture_on_commit_callbacks

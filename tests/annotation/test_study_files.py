@@ -408,6 +408,17 @@ class TestLoadStudyCommand:
         assert Study.objects.count() == 0
         assert "the study file is valid" in capsys.readouterr().out
 
+    def test_a_judge_naming_an_undeclared_key_variable_is_a_clear_error_not_a_traceback(
+        self, tmp_path, researcher, settings, capsys
+    ):
+        settings.FUNNYBONE_JUDGE_KEY_ENVS = []
+        path = write(tmp_path, "jest.yaml", JEST_YAML.replace("FUNNYBONE_JUDGE_KEY_LAB", "SECRET_KEY"))
+        with pytest.raises(CommandError, match="1 problem; nothing was written"):
+            call_command("load_study", str(path), owner="rita")
+        err = capsys.readouterr().err
+        assert "judges[1]: " in err and "SECRET_KEY" in err
+        assert Study.objects.count() == 0
+
     def test_it_needs_an_owner_when_there_is_no_single_superuser(self, tmp_path, researcher):
         with pytest.raises(CommandError, match="--owner"):
             call_command("load_study", str(write(tmp_path, "jest.yaml", JEST_YAML)))

@@ -9,7 +9,7 @@ import pytest
 from openpyxl import Workbook
 
 from annotation import tables
-from annotation.tables import jsonl, xlsx
+from annotation.tables import xlsx
 from tests import hostile_files as hostile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,22 +125,18 @@ class TestXlsx:
 
 
 class TestJsonLimits:
-    def test_deep_nesting_and_long_numbers_are_refused_without_a_location(self):
-        with pytest.raises(tables.JsonLimitError, match="more than 32 levels"):
-            tables.loads_bounded("[" * 33 + "]" * 33)
-        with pytest.raises(tables.JsonLimitError, match="more than 32 levels"):
-            tables.loads_bounded("[" * 100_000)
-        with pytest.raises(tables.JsonLimitError, match="41 digits"):
-            tables.loads_bounded("1" * 41)
-        assert tables.loads_bounded("[" * 32 + "]" * 32) is not None
-
-    def test_parsed_values_can_be_checked_the_same_way(self):
-        nested: list = []
-        for _ in range(40):
-            nested = [nested]
-        assert "levels deep" in tables.json_limits_problem({"a": nested})
-        assert "digits" in tables.json_limits_problem({"a": [10**60]})
-        assert tables.json_limits_problem({"a": [1, {"b": True}]}) is None
+    def test_the_lines_are_held_to_the_limits_in_settings(self, settings):
+        # Once a second, hard-coded set of limits (40 digits, no string limit) that disagreed with the settings.
+        settings.FUNNYBONE_JSON_MAX_INT_DIGITS = 5
+        settings.FUNNYBONE_JSON_MAX_STRING_CHARS = 10
+        for line, problem in [
+            (b'{"id": "j1", "n": 123456}\n', "n: a number with 6 digits; numbers may have at most 5 digits."),
+            (b'{"id": "j1", "text": "eleven char"}\n', "text: a text of 11 characters; the limit is 10."),
+        ]:
+            with pytest.raises(tables.TableError) as caught:
+                list(tables.read_json_lines(io.BytesIO(line)))
+            assert caught.value.messages == [f"Line 1: {problem}"]
+        assert [line.value for line in tables.read_json_lines(io.BytesIO(b'{"n": 12345}\n'))] == [{"n": 12345}]
 
     def test_a_line_that_is_not_json_is_yielded_with_its_error(self):
         lines = list(tables.read_json_lines(io.BytesIO(b'{"a": 1}\n\n{nope}\n')))
@@ -153,4 +149,3 @@ class TestJsonLimits:
         with pytest.raises(tables.TableError) as caught:
             list(tables.read_json_lines(io.BytesIO(hostile.huge_int_jsonl())))
         assert (caught.value.problems[0].row, caught.value.problems[0].unit) == (2, "Line")
-        assert jsonl.MAX_JSON_NUMBER_CHARS == 40

@@ -170,7 +170,7 @@ class TestRegressionExamples:
     def test_a_nul_character_in_the_name_or_an_item(self, db, tmp_path):
         # PostgreSQL refused these with DataError once every check had passed.
         assert problems(tmp_path, 'name: "a\\0b"\ntask_type: ordinal\n') == [
-            "name: holds a NUL character (0x00); remove it."
+            "name: holds a NUL character (0x00) at position 2; remove it."
         ]
         text = json.dumps({"name": "n", "task_type": "ordinal", "items": [{"id": "t1", "text": "a\x00"}]})
         assert problems(tmp_path, text, kind="json") == [

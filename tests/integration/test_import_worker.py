@@ -1,5 +1,7 @@
 """Big item files are imported by a real Celery worker, all or nothing."""
 
+import json
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
@@ -54,6 +56,44 @@ class TestImportByWorker:
             "Row 12: gold answer: The rating 9 is outside the scale (0, 1, 2, 3).",
             "Row 1402: gold answer: The rating 9 is outside the scale (0, 1, 2, 3).",
         ]
+        assert Item.objects.filter(study=study).count() == 0
+
+
+def big_jsonl(n: int, *, hostile_line: int, hostile: str) -> SimpleUploadedFile:
+    """Item lines past the inline limit; line ``hostile_line`` is ``hostile``, written as is (escapes stay escapes)."""
+    filler = "A long joke about a duck walking into a bar and ordering water. " * 20
+    lines = [json.dumps({"id": f"j{i}", "text": f"{filler}{i}"}) for i in range(n)]
+    lines[hostile_line - 1] = hostile
+    data = ("\n".join(lines) + "\n").encode()
+    assert len(data) > INLINE_MAX_BYTES
+    return SimpleUploadedFile("big.jsonl", data)
+
+
+class TestHostileJsonLinesByWorker:
+    @pytest.mark.parametrize(
+        ("hostile", "named"),
+        [
+            (
+                '{"id": "x", "text": "a\\ud800b"}',
+                "Line 1400: text: an unpaired UTF-16 surrogate (U+D800) at position 2",
+            ),
+            ('{"id": "x", "text": "t", "metadata": {"m": "\\ud800"}}', "Line 1400: metadata.m: an unpaired UTF-16"),
+            ('{"id": "x", "text": "t", "metadata": {"m": NaN}}', "Line 1400: metadata.m: NaN is not a number"),
+            ('{"id": "x", "text": "t", "id": "y"}', "Line 1400: the key 'id' appears twice in one object"),
+        ],
+    )
+    def test_the_import_fails_naming_the_line_and_field_and_writes_nothing(
+        self, media_shared_with_worker, researcher, hostile, named
+    ):
+        # Was "unexpected error" on the job's page and no line named (UnicodeEncodeError, DataError).
+        study = study_create(owner=researcher, name="Hostile big import", task_type="ordinal")
+        upload = big_jsonl(1500, hostile_line=1400, hostile=hostile)
+        with transaction.atomic():
+            item_import = item_import_start(study=study, upload=upload, user=researcher)
+        assert item_import.status == "queued"
+        assert wait_until(lambda: finished(item_import)), media_shared_with_worker.log_text()
+        assert item_import.status == "failed"
+        assert len(item_import.errors) == 1 and item_import.errors[0].startswith(named)
         assert Item.objects.filter(study=study).count() == 0
 
 

@@ -4,6 +4,8 @@ shared server only the hosts in FUNNYBONE_JUDGE_URL_ALLOWLIST."""
 
 import pytest
 from django.core.exceptions import ValidationError
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from judging.forms import JudgeForm
 from judging.models import JudgeConfig
@@ -14,6 +16,14 @@ pytestmark = pytest.mark.django_db
 
 def make(owner, base_url: str, name: str = "gpt judge"):
     return judge_create(owner=owner, name=name, base_url=base_url, model="some-model")
+
+
+def judge_page_form(**settings) -> dict:
+    """The judge page's defaults, as a browser would post them (an unticked checkbox is not sent), and ``settings``."""
+    blank = JudgeForm(instance=JudgeConfig())
+    data = {name: blank[name].value() for name in blank.fields}
+    data = {name: value for name, value in data.items() if value is not None and value is not False}
+    return {**data, **settings}
 
 
 class TestSchemes:
@@ -35,6 +45,36 @@ class TestSchemes:
     def test_it_refuses_credentials_in_the_url(self, researcher):
         with pytest.raises(ValidationError, match="credentials"):
             make(researcher, "https://user:secret@models.example.org/v1")
+
+    @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1\r\nX-Injected: 1", "http://127.0.0.1:8080/v\t1"])
+    def test_it_refuses_line_breaks_and_control_characters(self, researcher, url):
+        with pytest.raises(ValidationError, match="line breaks") as caught:
+            make(researcher, url)
+        assert list(caught.value.message_dict) == ["base_url"]
+        assert not JudgeConfig.objects.exists()
+
+
+class TestBaseUrlWithLineBreaks:
+    """A CRLF in the base URL was accepted at save, on the judge page and by the API."""
+
+    def test_the_judge_page_names_the_field(self, client, researcher):
+        client.force_login(researcher)
+        data = judge_page_form(name="crlf", base_url="http://127.0.0.1:8080/v1\r\nX-Injected: 1", model="m")
+        response = client.post("/judging/judges/", data)
+        assert response.status_code == 200
+        assert response.context["form"].errors["base_url"] == [
+            "The base URL must not contain spaces, line breaks, tabs or other control characters."
+        ]
+        assert not JudgeConfig.objects.filter(name="crlf").exists()
+
+    def test_the_api_answers_400_naming_the_field(self, researcher):
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=researcher)[0].key}")
+        body = {"name": "crlf", "base_url": "http://127.0.0.1:8080/v1\r\nX-Injected: 1", "model": "m"}
+        response = client.post("/api/v1/judges/", body, format="json")
+        assert response.status_code == 400
+        assert "line breaks" in str(response.json()["base_url"])
+        assert not JudgeConfig.objects.filter(name="crlf").exists()
 
 
 class TestAllowlist:
@@ -94,11 +134,7 @@ class TestAllowlist:
     def test_the_judge_page_shows_the_refusal(self, client, researcher, settings):
         settings.FUNNYBONE_JUDGE_URL_ALLOWLIST = ["127.0.0.1:8080"]
         client.force_login(researcher)
-        blank = JudgeForm(instance=JudgeConfig())
-        # The defaults, as a browser would post them (an unticked checkbox is not sent).
-        data = {name: blank[name].value() for name in blank.fields}
-        data = {name: value for name, value in data.items() if value is not None and value is not False}
-        data.update(name="outside", base_url="http://10.0.0.5:8080/v1", model="m")
+        data = judge_page_form(name="outside", base_url="http://10.0.0.5:8080/v1", model="m")
         response = client.post("/judging/judges/", data)
         assert "not on this server&#x27;s list of allowed judge hosts" in response.content.decode()
         assert not JudgeConfig.objects.filter(name="outside").exists()

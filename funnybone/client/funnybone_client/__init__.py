@@ -10,7 +10,7 @@ the end; background work (imports, runs, tournaments, exports) has a ``wait_*``
 method that polls until it is finished and raises if it failed.
 """
 
-from .client import Funnybone, FunnyboneError, JobFailed
+from .client import ForeignAddress, Funnybone, FunnyboneError, JobFailed, UnexpectedRedirect
 
-__all__ = ["Funnybone", "FunnyboneError", "JobFailed"]
+__all__ = ["ForeignAddress", "Funnybone", "FunnyboneError", "JobFailed", "UnexpectedRedirect"]
 __version__ = "1.0.0"

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 import httpx2 as httpx
 import yaml
@@ -23,6 +24,35 @@ class FunnyboneError(Exception):
         self.body = body
         self.url = url
         super().__init__(f"{status} from {url}: {_message(body)}")
+
+
+class UnexpectedRedirect(FunnyboneError):
+    """The server answered a redirect (the API never does: a proxy or a login page did); not followed."""
+
+    def __init__(self, status: int, location: str, url: str) -> None:
+        super().__init__(status, f"an unexpected redirect to {location or '(no Location header)'}", url)
+        self.location = location
+
+
+class ForeignAddress(Exception):
+    """The server handed back an address (``next``, ``download_url``) on another origin; not followed."""
+
+    def __init__(self, url: str, origin: str) -> None:
+        self.url = url
+        super().__init__(
+            f"The server handed back {url[:200]}, which is not on {origin}; the client only follows the "
+            "server's own addresses, so your token is never sent elsewhere."
+        )
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
+    """Scheme, host and port, the default port written out, so http://h and http://h:80 are one origin."""
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: no origin of ours
+        return (scheme, "", -1)
+    return (scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme))
 
 
 class JobFailed(Exception):
@@ -49,6 +79,7 @@ class Funnybone:
 
     def __init__(self, url: str, *, token: str, timeout: float = 60.0, poll_every: float = 1.0) -> None:
         self.url = url.rstrip("/")
+        self.origin = _origin(urlsplit(self.url))
         self.poll_every = poll_every
         self.http = httpx.Client(
             base_url=self.url,
@@ -67,8 +98,29 @@ class Funnybone:
 
     # -- plumbing ------------------------------------------------------------------------
 
+    def _address(self, path: str) -> str:
+        """A path under the API, or an address the server handed back, which must be on the server's own origin.
+
+        The token goes with every request, so following a ``next`` or ``download_url`` that points at another
+        host (a hostile or misconfigured server, a proxy rewriting links) would hand it over.
+        """
+        parts = urlsplit(path)
+        if parts.scheme or parts.netloc:
+            if _origin(parts) != self.origin:
+                raise ForeignAddress(path, self.url)
+            return path
+        return path if path.startswith(API + "/") else API + path
+
+    @staticmethod
+    def _refuse_redirect(response: httpx.Response) -> None:
+        # httpx follows none; a 3xx here is a proxy or a login page, and its empty body was read as None.
+        if 300 <= response.status_code < 400:
+            location = response.headers.get("Location", "")
+            raise UnexpectedRedirect(response.status_code, location, str(response.url))
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self.http.request(method, path if path.startswith("http") else API + path, **kwargs)
+        response = self.http.request(method, self._address(path), **kwargs)
+        self._refuse_redirect(response)
         if response.status_code >= 400:
             try:
                 body = response.json()
@@ -254,7 +306,8 @@ class Funnybone:
     def download(self, url: str, to: str | Path) -> Path:
         """Stream a file the API hands out (an export's ``download_url``) to disk."""
         to = Path(to)
-        with self.http.stream("GET", url, headers={"Accept": "*/*"}) as response:
+        with self.http.stream("GET", self._address(url), headers={"Accept": "*/*"}) as response:
+            self._refuse_redirect(response)
             if response.status_code >= 400:
                 response.read()
                 raise FunnyboneError(response.status_code, response.text, url)
