@@ -36,6 +36,7 @@ from ..stats import (
 from .base import (
     BREAKDOWN_RESAMPLES,
     MAX_GROUPS,
+    MISSING_REASONS,
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
@@ -226,6 +227,23 @@ def feature_tallies(study: Study, judges: list[RaterInfo]) -> dict[int, dict[str
     return out
 
 
+def unrankable_reason(judge: JudgeColumn) -> str | None:
+    """Why a judge cannot be ranked against the reference, or None when it can.
+
+    A judge with no usable answer on the compared items has nothing to be scored on:
+    its "agreement" would be its missing answers counted as wrong (0.000), a figure
+    about its endpoint, not its judgment. It is listed apart, with what happened.
+    """
+    usable = ~np.isnan(judge.values)
+    if judge.swapped is not None:
+        usable |= ~np.isnan(judge.swapped)
+    if usable.any():
+        return None
+    counts = Counter(reason for reason in judge.reasons if reason is not None)
+    what = ", ".join(f"{counts[reason]} {reason.replace('_', ' ')}" for reason in MISSING_REASONS if counts[reason])
+    return f"no usable answer on the {len(judge.reasons)} items compared" + (f" ({what})" if what else "")
+
+
 #: Most raters (columns) in the distribution and Spearman figures.
 MAX_PLOT_RATERS = 40
 
@@ -349,12 +367,20 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         block.extras["consistency"] = study_judge_comparisons(study=study, rater_ids=[j.id for j in judges])
     overall = breakdown = None
     ranking: list[dict[str, Any]] = []
+    unranked: list[dict[str, Any]] = []
     if has_reference:
         step(0.5, "comparing judges with the reference")
         overall = section(block, family, codes, n_resamples=params.n_resamples, seed=params.seed)
         if params.breakdown:
             breakdown = _breakdown(block, family, codes, params, metadata, step, warnings)
-        scored = [(primary_metric(family, r), r) for r in overall["judges"]]
+        columns = {column.info.id: column for column in block.judges}
+        scored = []
+        for row in overall["judges"]:
+            reason = unrankable_reason(columns[row["id"]])
+            if reason is None:
+                scored.append((primary_metric(family, row), row))
+            else:
+                unranked.append({"id": row["id"], "label": row["label"], "reason": reason})
         scored.sort(key=lambda pair: -pair[0] if pair[0] is not None else math.inf)
         ranking = [{"id": r["id"], "label": r["label"], "primary": value} for value, r in scored]
     step(0.92, "preparing figures")
@@ -375,6 +401,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         },
         "judges": [{"id": j.id, "label": j.label, "kind": j.kind} for j in judges],
         "ranking": ranking,
+        "unranked": unranked,
         "overall": overall,
         "breakdown": breakdown,
         "plots": plots,
