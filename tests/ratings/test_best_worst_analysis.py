@@ -78,12 +78,28 @@ class TestReport:
         assert (report["n_judgments"], report["n_items"], report["n_raters"]) == (6, 2, 3)
 
 
+def analysis_page(client, owner, study) -> str:
+    """The study's analysis page as its owner sees it (it must render)."""
+    client.force_login(owner)
+    page = client.get(reverse("ratings:study_analysis", args=[study.slug]))
+    assert page.status_code == 200
+    return page.content.decode()
+
+
+def exported(client, study, fmt) -> bytes:
+    """The study's export in ``fmt``, requested from the exports page as a researcher would."""
+    client.get(reverse("exports:page", args=[study.slug]))
+    response = client.post(
+        reverse("exports:request", args=[study.slug]),
+        {"format": fmt, "csrfmiddlewaretoken": client.cookies["csrftoken"].value},
+    )
+    assert response.status_code == 200
+    return b"".join(response.streaming_content)
+
+
 class TestAnalysisPage:
     def test_the_owner_sees_the_scores_and_the_agreement(self, client, researcher, judged):
-        client.force_login(researcher)
-        page = client.get(reverse("ratings:study_analysis", args=[judged.slug]))
-        assert page.status_code == 200
-        html = page.content.decode()
+        html = analysis_page(client, researcher, judged)
         assert "Best–worst scores" in html
         assert "6 judgments of 2 items by 3 raters" in html
         assert "Krippendorff's α (nominal), funniest pick</th><td>1.000" in html
@@ -91,18 +107,9 @@ class TestAnalysisPage:
 
 
 class TestExports:
-    def _post(self, client, study, fmt):
-        client.get(reverse("exports:page", args=[study.slug]))
-        response = client.post(
-            reverse("exports:request", args=[study.slug]),
-            {"format": fmt, "csrfmiddlewaretoken": client.cookies["csrftoken"].value},
-        )
-        assert response.status_code == 200
-        return b"".join(response.streaming_content)
-
     def test_the_csv_carries_each_value_its_label_and_both_chosen_candidates(self, client, researcher, judged):
         client.force_login(researcher)
-        rows = list(csv.DictReader(io.StringIO(self._post(client, judged, "csv").decode())))
+        rows = list(csv.DictReader(io.StringIO(exported(client, judged, "csv").decode())))
         assert len(rows) == 6
         first = next(r for r in rows if r["item"] == "set-0" and r["rater_external_id"] == "p3")
         assert json.loads(first["value"]) == {"best": "k0", "worst": "k2"}
@@ -111,7 +118,7 @@ class TestExports:
 
     def test_the_workbook_lists_the_values_and_each_items_scores(self, client, researcher, judged):
         client.force_login(researcher)
-        workbook = load_workbook(io.BytesIO(self._post(client, judged, "xlsx")))
+        workbook = load_workbook(io.BytesIO(exported(client, judged, "xlsx")))
         cells = [c.value for row in workbook["Ratings"].iter_rows() for c in row]
         assert "best k0, worst k2" in cells
         items = workbook["Items"]
@@ -150,10 +157,7 @@ class TestTwoCandidatesOfOneContestant:
     """A valid judgment naming one model's two jokes as best and worst once broke the whole analysis (a 500)."""
 
     def test_the_analysis_page_shows_the_scores(self, client, researcher, same_model_twice):
-        client.force_login(researcher)
-        page = client.get(reverse("ratings:study_analysis", args=[same_model_twice.slug]))
-        assert page.status_code == 200
-        html = page.content.decode()
+        html = analysis_page(client, researcher, same_model_twice)
         assert "2 judgments of 1 items by 2 raters" in html
         # m0: one best and one worst over four appearances (two per judgment); m1 best once, m2 worst once, in two.
         assert '<th scope="row">m0</th><td>0.000</td>' in html
@@ -162,7 +166,7 @@ class TestTwoCandidatesOfOneContestant:
 
     def test_the_workbook_is_written(self, client, researcher, same_model_twice):
         client.force_login(researcher)
-        workbook = load_workbook(io.BytesIO(TestExports()._post(client, same_model_twice, "xlsx")))
+        workbook = load_workbook(io.BytesIO(exported(client, same_model_twice, "xlsx")))
         cells = [c.value for row in workbook["Ratings"].iter_rows() for c in row]
         assert "best k0, worst k1" in cells
 
