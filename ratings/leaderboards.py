@@ -19,7 +19,7 @@ from typing import Any
 from annotation.models import Judgment, Study
 from annotation.task_types import TaskType, get_task_type
 
-from .pairwise import consistency_over, item_candidates, outcome_of, study_judge_comparisons
+from .pairwise import Comparisons, consistency_over, item_candidates, outcome_of, study_judge_comparisons
 from .selectors import JUDGE_KINDS
 from .stats.leaderboard import DEFAULT_ORDERINGS, DEFAULT_RESAMPLES, Leaderboard, MatchVerdict, leaderboard
 
@@ -96,17 +96,21 @@ def study_leaderboard(
     n_resamples: int = DEFAULT_RESAMPLES,
     n_orderings: int = DEFAULT_ORDERINGS,
     judge_id: int | None = None,
+    comparisons: Comparisons | None = None,
 ) -> Leaderboard | None:
     """The leaderboard of verdicts collected in ``study`` (seeded by the study); None with fewer than two contestants.
 
     ``judge_id``: the judge whose verdicts these are, so that its position consistency counts
     every trial, as on the alignment and run pages, while the ranking counts the earliest.
+    ``comparisons``: that judge's comparisons when the caller read several judges' at once.
     """
     if not verdicts or len({v.first for v in verdicts} | {v.second for v in verdicts}) < 2:
         return None
     consistency = None
-    if judge_id is not None:
-        consistency = consistency_over(study_judge_comparisons(study=study, rater_ids=[judge_id]).get(judge_id, {}))
+    if comparisons is None and judge_id is not None:
+        comparisons = study_judge_comparisons(study=study, rater_ids=[judge_id]).get(judge_id, {})
+    if comparisons is not None:
+        consistency = consistency_over(comparisons)
     return leaderboard(
         verdicts, n_resamples=n_resamples, n_orderings=n_orderings, seed=study.seed, consistency=consistency
     )

@@ -47,9 +47,16 @@ def contestant_of(key: str, provenance: dict[str, Any] | None) -> str:
     return key
 
 
-def item_candidates(*, study: Study, regular_only: bool = False) -> dict[int, list[tuple[str, str]]]:
-    """Per item of the study: its (candidate key, contestant) pairs in the candidates' order."""
+def item_candidates(
+    *, study: Study, regular_only: bool = False, item_ids: QuerySet | None = None
+) -> dict[int, list[tuple[str, str]]]:
+    """Per item of the study: its (candidate key, contestant) pairs in the candidates' order.
+
+    ``item_ids`` (a query of item ids) reads only those items' candidates.
+    """
     rows = Candidate.objects.filter(item__study=study)
+    if item_ids is not None:
+        rows = rows.filter(item_id__in=item_ids)
     if regular_only:
         rows = rows.filter(item__is_attention_check=False)
     candidates: dict[int, list[tuple[str, str]]] = defaultdict(list)
@@ -100,7 +107,9 @@ def judge_comparisons(*, study: Study, judgments: QuerySet[Judgment]) -> dict[in
     status counts as shown (an unparseable or failed side makes the pair incomplete).
     """
     task_type = get_task_type(study.task_type)
-    keys = {item: [key for key, _ in pair] for item, pair in item_candidates(study=study).items()}
+    # Only the judged items' candidates: the run page asks this on every poll of a run.
+    judged = item_candidates(study=study, item_ids=judgments.order_by().values("item_id"))
+    keys = {item: [key for key, _ in pair] for item, pair in judged.items()}
     groups: dict[int, Comparisons] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     rows = judgments.values_list("rater_id", "item_id", "assignment__trial", "shown_order", "status", "value")
     for rater_id, item_id, trial, shown, status, value in rows.iterator(chunk_size=20_000):
