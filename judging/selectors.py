@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from annotation.access import owned_by
 from annotation.models import Judgment
+from ratings.pairwise import judge_consistency
 
 from .models import PROBLEM_OUTCOMES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, UnitOutcome, UnitStatus
 
@@ -114,23 +115,18 @@ def run_progress(*, run: JudgeRun) -> RunProgress:
 
 
 def position_consistency(*, run: JudgeRun) -> tuple[float | None, int]:
-    """Share of (item, trial) pairs judged in both orders whose verdicts agree, and how many pairs counted.
+    """The judge's position consistency over this run's judgments, and how many pairs counted.
 
-    Only pairs where both orders gave a usable answer count. Agreement means the
-    same candidate (or a tie both times), whichever side it was shown on.
+    The definition is the one every page uses (``ratings.pairwise``): each item and
+    trial judged usably in both orders is a pair, consistent when both answers name
+    the same candidate (or a tie both times); attention checks are left out, as on
+    the alignment page and the leaderboards.
     """
-    rows = JudgeUnit.objects.filter(run=run, status=UnitStatus.DONE).values_list(
-        "item_id", "trial", "swapped", "assignment__judgment__status", "assignment__judgment__value"
-    )
-    verdicts: dict[tuple[int, int], dict[bool, Any]] = {}
-    for item_id, trial, swapped, status, value in rows:
-        if status == Judgment.Status.OK and value:
-            verdicts.setdefault((item_id, trial), {})[swapped] = value.get("choice")
-    both = [v for v in verdicts.values() if len(v) == 2]
-    if not both:
+    judgments = run_judgments(run).filter(item__is_attention_check=False)
+    found = judge_consistency(study=run.study, judgments=judgments).get(run.judge.rater_id)
+    if found is None or found.value is None:
         return None, 0
-    agree = sum(1 for v in both if v[False] == v[True])
-    return round(agree / len(both), 4), len(both)
+    return round(found.value, 4), found.n_pairs
 
 
 def run_summary(*, run: JudgeRun) -> dict[str, Any]:

@@ -280,9 +280,14 @@ def _wide_ratings(table: Table, labels: Labels | None) -> RatingsInput:
         numbers = _coded(distinct, labels, f"column {rater!r}", problems, rated, codes, priority=3 + j)
         matrix[rated, j] = numbers[codes]
     problems.raise_first()
-    if np.isnan(matrix).all():
+    # An item nobody rated is no item of the analysis, as in the long layout, where it has no row:
+    # the same ratings give the same figures in either layout (an all-blank row made Fleiss' κ null).
+    rated_rows = np.flatnonzero(~np.isnan(matrix).all(axis=1))
+    if rated_rows.size == 0:
         raise InputError("the file has no ratings (every cell is blank)")
-    return RatingsInput(values=matrix, item_ids=items, rater_ids=list(raters), layout="wide")
+    return RatingsInput(
+        values=matrix[rated_rows], item_ids=_select(items, rated_rows), rater_ids=list(raters), layout="wide"
+    )
 
 
 class _Problems:

@@ -5,8 +5,9 @@ Which verdicts count: a judge's OK judgments on the study's items (attention
 checks left out) whose item has two candidates; one per judge, item and order
 shown — the earliest trial — so repeated trials do not count twice while the
 B/A order of a both-orders judge counts as its own verdict. A candidate stands
-for its contestant (provenance ``contestant``, else the generator it came from,
-else its key). The seed is the study's own seed. The numbers come from
+for its contestant (``ratings.pairwise.contestant_of``) and an answer's outcome
+is the task type's (``ratings.pairwise.outcome_of``). Position consistency counts
+every trial (``ratings.pairwise.judge_consistency``). The seed is the study's own seed. The numbers come from
 :func:`ratings.stats.leaderboard.leaderboard`.
 """
 
@@ -15,49 +16,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from annotation.models import Candidate, Judgment, Study
-from annotation.task_types import TIE
+from annotation.models import Judgment, Study
+from annotation.task_types import TaskType, get_task_type
 
+from .pairwise import Comparisons, consistency_over, item_candidates, outcome_of, study_judge_comparisons
 from .selectors import JUDGE_KINDS
 from .stats.leaderboard import DEFAULT_ORDERINGS, DEFAULT_RESAMPLES, Leaderboard, MatchVerdict, leaderboard
 
-#: Provenance fields naming who a candidate stands for, most specific first.
-CONTESTANT_FIELDS = ("contestant", "model", "generator", "source", "system")
-
-
-def contestant_of(key: str, provenance: dict[str, Any] | None) -> str:
-    """Who a candidate stands for in a ranking: the contestant or generator its provenance names, else its key."""
-    provenance = provenance if isinstance(provenance, dict) else {}
-    for name in CONTESTANT_FIELDS:
-        if provenance.get(name):
-            return str(provenance[name])
-    return key
-
-
-def match_candidates(*, study: Study) -> dict[int, list[tuple[str, str]]]:
-    """Per item: its (candidate key, contestant) pairs in the candidates' order."""
-    candidates: dict[int, list[tuple[str, str]]] = {}
-    rows = (
-        Candidate.objects.filter(item__study=study)
-        .order_by("item_id", "position", "pk")
-        .values_list("item_id", "key", "provenance")
-    )
-    for item_id, key, provenance in rows:
-        candidates.setdefault(item_id, []).append((key, contestant_of(key, provenance)))
-    return candidates
-
 
 def verdict_from(
-    *, item_id: int, value: Any, shown_order: list[str] | None, candidates: list[tuple[str, str]], features=None
+    *,
+    task_type: TaskType,
+    item_id: int,
+    value: Any,
+    shown_order: list[str] | None,
+    candidates: list[tuple[str, str]],
+    features=None,
 ) -> MatchVerdict | None:
     """One pairwise judgment as a verdict between contestants; None when it names neither candidate nor a tie."""
-    if len(candidates) != 2 or not isinstance(value, dict):
+    if len(candidates) != 2:
         return None
     (key_a, first), (key_b, second) = candidates
     if first == second:
         return None
-    choice = value.get("choice")
-    score = {TIE: 0.5, key_a: 1.0, key_b: 0.0}.get(choice)
+    score = outcome_of(task_type, value, [key_a, key_b])
     if score is None:
         return None
     by_key = dict(candidates)
@@ -89,11 +71,13 @@ def counted_judge_judgments(
 
 def judge_verdicts(*, study: Study, rater_ids: Iterable[int] | None = None) -> dict[int, list[MatchVerdict]]:
     """Per judge rater (LLM or baseline): the verdicts that count (see the module docstring)."""
-    candidates = match_candidates(study=study)
+    task_type = get_task_type(study.task_type)
+    candidates = item_candidates(study=study)
     verdicts: dict[int, list[MatchVerdict]] = {}
     for rater_id, item_id, value, shown_order, provenance in counted_judge_judgments(study=study, rater_ids=rater_ids):
         features = (provenance or {}).get("features") if isinstance(provenance, dict) else None
         verdict = verdict_from(
+            task_type=task_type,
             item_id=item_id,
             value=value,
             shown_order=shown_order,
@@ -111,14 +95,28 @@ def study_leaderboard(
     verdicts: list[MatchVerdict],
     n_resamples: int = DEFAULT_RESAMPLES,
     n_orderings: int = DEFAULT_ORDERINGS,
+    judge_id: int | None = None,
+    comparisons: Comparisons | None = None,
 ) -> Leaderboard | None:
-    """The leaderboard of verdicts collected in ``study`` (seeded by the study); None with fewer than two contestants."""
+    """The leaderboard of verdicts collected in ``study`` (seeded by the study); None with fewer than two contestants.
+
+    ``judge_id``: the judge whose verdicts these are, so that its position consistency counts
+    every trial, as on the alignment and run pages, while the ranking counts the earliest.
+    ``comparisons``: that judge's comparisons when the caller read several judges' at once.
+    """
     if not verdicts or len({v.first for v in verdicts} | {v.second for v in verdicts}) < 2:
         return None
-    return leaderboard(verdicts, n_resamples=n_resamples, n_orderings=n_orderings, seed=study.seed)
+    consistency = None
+    if comparisons is None and judge_id is not None:
+        comparisons = study_judge_comparisons(study=study, rater_ids=[judge_id]).get(judge_id, {})
+    if comparisons is not None:
+        consistency = consistency_over(comparisons)
+    return leaderboard(
+        verdicts, n_resamples=n_resamples, n_orderings=n_orderings, seed=study.seed, consistency=consistency
+    )
 
 
 def judge_leaderboard(*, study: Study, rater_id: int) -> tuple[Leaderboard | None, list[MatchVerdict]]:
     """One judge's leaderboard in a pairwise study, and the verdicts it counts."""
     verdicts = judge_verdicts(study=study, rater_ids=[rater_id]).get(rater_id, [])
-    return study_leaderboard(study=study, verdicts=verdicts), verdicts
+    return study_leaderboard(study=study, verdicts=verdicts, judge_id=rater_id), verdicts

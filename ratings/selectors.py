@@ -34,6 +34,7 @@ from django.db.models.functions import Cast
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
 from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
 
+from .pairwise import item_candidates
 from .stats import category_counts
 
 GROUPS: dict[str, str] = {
@@ -440,17 +441,9 @@ def _paired_rows(found: StudyMatrix, r: np.ndarray, c: np.ndarray, values: np.nd
 
 
 def contestants_by_item(study: Study) -> dict[int, list[str]]:
-    """Each item's candidates as contestant ids: the generating model when known, else the key."""
-    contestants: dict[int, list[str]] = {}
-    rows = (
-        Candidate.objects.filter(item__study=study, item__is_attention_check=False)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "provenance")
-    )
-    for item_id, key, provenance in rows:
-        model = provenance.get("model") if isinstance(provenance, dict) else None
-        contestants.setdefault(item_id, []).append(str(model) if model else key)
-    return contestants
+    """Each regular item's candidates as contestants (``ratings.pairwise.contestant_of``), in order."""
+    pairs = item_candidates(study=study, regular_only=True)
+    return {item_id: [name for _key, name in pair] for item_id, pair in pairs.items()}
 
 
 def study_pairwise_outcomes(
@@ -500,8 +493,7 @@ class BestWorstPicks:
 def study_best_worst(*, study: Study, group: str = "humans", rater_ids: Iterable[int] | None = None) -> BestWorstPicks:
     """Every OK best–worst judgment of the group, read through the task type's ``picks``.
 
-    Contestants are named as in the pairwise leaderboard (the generating model
-    when known, else the candidate key). When a rater judged an item more than
+    Contestants are named as in the pairwise leaderboard (``ratings.pairwise.contestant_of``). When a rater judged an item more than
     once, the earliest judgment fills the agreement matrices; all count in the scores.
     """
     task_type = get_task_type(study.task_type)

@@ -62,9 +62,16 @@ class PairwiseChoice(TaskType):
         return {"choice": choice}
 
     def to_number(self, value: Any, *, candidate_keys: list[str], config: dict[str, Any]) -> float | None:
-        choice = value["choice"]
+        """The answer's outcome for the item's first candidate; None when it names neither candidate nor a tie.
+
+        This is the one reading of a pairwise answer: rankings, agreement, position
+        consistency and exports all ask it (through ``ratings.pairwise``).
+        """
+        choice = value.get("choice") if isinstance(value, dict) else None
         if choice == TIE:
             return 0.5
+        if len(candidate_keys) != 2 or choice not in candidate_keys:
+            return None
         return 1.0 if choice == candidate_keys[0] else 0.0
 
     def scale(self, config: dict[str, Any], *, max_candidates: Callable[[], int]) -> list[tuple[float, str]]:

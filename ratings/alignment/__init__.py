@@ -33,7 +33,7 @@ from .base import (
     metadata_groups,
     ordinal_consensus,
 )
-from .sections import consistency_of, label_section, loo_kappas, ordinal_section, pairwise_agreement, primary_metric
+from .sections import label_section, loo_kappas, ordinal_section, pairwise_agreement, primary_metric
 from .study import compute_alignment, count_judgments, feature_tallies, metadata_keys, study_judges, task_family
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "AlignmentUnavailable",
     "Family",
     "compute_alignment",
-    "consistency_of",
     "count_judgments",
     "family_flags",
     "feature_tallies",

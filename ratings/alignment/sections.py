@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..pairwise import consistency_over
 from ..stats import (
     MatchVerdict,
     binary_scores,
@@ -182,33 +183,6 @@ def pairwise_agreement(majority: np.ndarray, pred: np.ndarray, swapped: np.ndarr
     }
 
 
-def consistency_of(verdicts: Iterable[dict[tuple, list[Any]]]) -> dict[str, Any]:
-    """Position consistency from groups of one judge's verdicts on the same item and trial.
-
-    Each group maps a shown order to the verdicts given in that order (None
-    for an unusable answer). A group shown in at least two orders is a pair;
-    it is consistent when every verdict is usable and names the same
-    candidate (or a tie every time); a pair with an unusable side is counted
-    as incomplete and left out of the share.
-    """
-    pairs = consistent = incomplete = 0
-    for group in verdicts:
-        if len(group) < 2:
-            continue
-        answers = [v for values in group.values() for v in values]
-        if any(v is None for v in answers):
-            incomplete += 1
-            continue
-        pairs += 1
-        consistent += len(set(answers)) == 1
-    return {
-        "value": consistent / pairs if pairs else None,
-        "n_pairs": pairs,
-        "consistent": consistent,
-        "incomplete": incomplete,
-    }
-
-
 def bt_ranking(a: Sequence[str], b: Sequence[str], score: np.ndarray, *, seed: int) -> dict[str, Any] | None:
     """Bradley–Terry ratings with bootstrap intervals and the win-rate matrix; None without two contestants.
 
@@ -262,7 +236,7 @@ def pairwise_section(block: Block) -> dict[str, Any]:
         row.update(pairwise_agreement(majority[decided], judge.values[decided], swapped))
         row["both_orders"] = judge.swapped is not None
         groups = consistency.get(judge.info.id, {})
-        row["position_consistency"] = consistency_of(g for (item, _), g in groups.items() if item in items)
+        row["position_consistency"] = consistency_over(groups, items).as_dict()
         row["ranking_tau"] = ranking_tau(human_rank, rankings.get(judge.info.id))
         judges.append(row)
     between = []

@@ -18,11 +18,11 @@ from annotation.models import (
     Rater,
     Study,
     counted_raters,
-    trial_as_set,
 )
-from annotation.task_types import TIE, get_task_type
+from annotation.task_types import get_task_type
 
 from ..leaderboards import counted_judge_judgments
+from ..pairwise import item_candidates, outcome_of, study_judge_comparisons
 from ..selectors import (
     JUDGE_KINDS,
     RaterInfo,
@@ -36,6 +36,7 @@ from ..stats import (
 from .base import (
     BREAKDOWN_RESAMPLES,
     MAX_GROUPS,
+    MISSING_REASONS,
     REFERENCES,
     AlignmentParams,
     AlignmentUnavailable,
@@ -137,19 +138,14 @@ def _both_orders(
     if not asked:
         return {}
     row_of = {pk: i for i, pk in enumerate(item_ids)}
-    keys: dict[int, list[str]] = defaultdict(list)
-    for item_id, key in (
-        Candidate.objects.filter(item_id__in=item_ids)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key")
-    ):
-        keys[item_id].append(key)
+    task_type = get_task_type(study.task_type)
+    keys = {item: [key for key, _ in pair] for item, pair in item_candidates(study=study).items()}
     out = {rater: (np.full(len(item_ids), np.nan), np.full(len(item_ids), np.nan)) for rater in asked}
     for rater_id, item_id, value, shown, _ in counted_judge_judgments(study=study, rater_ids=asked):
         pair = keys.get(item_id, [])
-        if item_id not in row_of or len(pair) != 2 or not isinstance(value, dict) or not shown:
+        if item_id not in row_of or len(pair) != 2 or not shown:
             continue
-        code = {pair[0]: 1.0, pair[1]: 0.0, TIE: 0.5}.get(value.get("choice"))
+        code = outcome_of(task_type, value, pair)
         if code is not None:
             first_order, second_order = out[rater_id]
             (first_order if shown[0] == pair[0] else second_order)[row_of[item_id]] = code
@@ -177,22 +173,6 @@ def _gold_codes(study: Study, item_ids: list[int], golds: dict[int, Any]) -> np.
     return out
 
 
-def _consistency_groups(study: Study, judges: list[RaterInfo]) -> dict[int, dict[tuple[int, Any], dict]]:
-    """Per judge: (item, trial) → {shown order: [verdict or None]} from its judgments.
-
-    Judging records a both-orders pair as two judgments of the same trial shown in
-    opposite orders (``trial_as_set`` undoes the storage offset of the second order).
-    """
-    out: dict[int, dict[tuple[int, Any], dict]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    rows = Judgment.objects.filter(study=study, rater_id__in=[j.id for j in judges]).values_list(
-        "rater_id", "item_id", "assignment__trial", "shown_order", "status", "value"
-    )
-    for rater_id, item_id, trial, shown, status, value in rows.iterator(chunk_size=20_000):
-        verdict = value.get("choice") if status == Judgment.Status.OK and isinstance(value, dict) else None
-        out[rater_id][(item_id, trial_as_set(trial))][tuple(shown or ())].append(verdict)
-    return out
-
-
 def _rankings(study: Study, params: AlignmentParams, judges: list[RaterInfo]) -> dict[Any, Any]:
     rater_ids = params.reference_rater_ids if params.reference == "selected" else None
     group = "humans" if params.reference == "selected" else params.reference
@@ -207,14 +187,8 @@ def _rankings(study: Study, params: AlignmentParams, judges: list[RaterInfo]) ->
 def feature_tallies(study: Study, judges: list[RaterInfo]) -> dict[int, dict[str, Any]]:
     """Per judge: each contestant's share of wins carrying each humour mechanism or delivery
     feature, and share of losses carrying each failure feature (HumorRank's feature analysis)."""
-    contestants: dict[int, list[str]] = defaultdict(list)
-    for item_id, key, provenance in (
-        Candidate.objects.filter(item__study=study)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "provenance")
-    ):
-        model = provenance.get("model") if isinstance(provenance, dict) else None
-        contestants[item_id].append((key, str(model) if model else key))
+    task_type = get_task_type(study.task_type)
+    contestants = item_candidates(study=study)
     out: dict[int, dict[str, Any]] = {}
     for judge in judges:
         rows = Judgment.objects.filter(
@@ -225,18 +199,13 @@ def feature_tallies(study: Study, judges: list[RaterInfo]) -> dict[int, dict[str
         tally: dict[str, Counter] = defaultdict(Counter)
         for item_id, value, features in rows.iterator(chunk_size=20_000):
             pair = contestants.get(item_id, [])
-            if (
-                len(pair) != 2
-                or not isinstance(value, dict)
-                or value.get("choice") == TIE
-                or not isinstance(features, dict)
-            ):
+            if len(pair) != 2 or not isinstance(features, dict):
                 continue
-            names = dict(pair)
-            if value.get("choice") not in names:
+            score = outcome_of(task_type, value, [key for key, _ in pair])
+            if score is None or score == 0.5:
                 continue
-            winner = names[value["choice"]]
-            loser = next(name for key, name in pair if key != value["choice"])
+            (_, first), (_, second) = pair
+            winner, loser = (first, second) if score == 1.0 else (second, first)
             wins[winner] += 1
             losses[loser] += 1
             for feature in {*features.get("humor_mechanisms", []), *features.get("delivery_features", [])}:
@@ -256,6 +225,23 @@ def feature_tallies(study: Study, judges: list[RaterInfo]) -> dict[int, dict[str
             shares.append(row)
         out[judge.id] = {"contestants": names, "features": columns, "shares": shares}
     return out
+
+
+def unrankable_reason(judge: JudgeColumn) -> str | None:
+    """Why a judge cannot be ranked against the reference, or None when it can.
+
+    A judge with no usable answer on the compared items has nothing to be scored on:
+    its "agreement" would be its missing answers counted as wrong (0.000), a figure
+    about its endpoint, not its judgment. It is listed apart, with what happened.
+    """
+    usable = ~np.isnan(judge.values)
+    if judge.swapped is not None:
+        usable |= ~np.isnan(judge.swapped)
+    if usable.any():
+        return None
+    counts = Counter(reason for reason in judge.reasons if reason is not None)
+    what = ", ".join(f"{counts[reason]} {reason.replace('_', ' ')}" for reason in MISSING_REASONS if counts[reason])
+    return f"no usable answer on the {len(judge.reasons)} items compared" + (f" ({what})" if what else "")
 
 
 #: Most raters (columns) in the distribution and Spearman figures.
@@ -378,15 +364,23 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
     if family == Family.PAIRWISE:
         step(0.35, "fitting Bradley–Terry rankings")
         block.extras["rankings"] = _rankings(study, params, judges)
-        block.extras["consistency"] = _consistency_groups(study, judges)
+        block.extras["consistency"] = study_judge_comparisons(study=study, rater_ids=[j.id for j in judges])
     overall = breakdown = None
     ranking: list[dict[str, Any]] = []
+    unranked: list[dict[str, Any]] = []
     if has_reference:
         step(0.5, "comparing judges with the reference")
         overall = section(block, family, codes, n_resamples=params.n_resamples, seed=params.seed)
         if params.breakdown:
             breakdown = _breakdown(block, family, codes, params, metadata, step, warnings)
-        scored = [(primary_metric(family, r), r) for r in overall["judges"]]
+        columns = {column.info.id: column for column in block.judges}
+        scored = []
+        for row in overall["judges"]:
+            reason = unrankable_reason(columns[row["id"]])
+            if reason is None:
+                scored.append((primary_metric(family, row), row))
+            else:
+                unranked.append({"id": row["id"], "label": row["label"], "reason": reason})
         scored.sort(key=lambda pair: -pair[0] if pair[0] is not None else math.inf)
         ranking = [{"id": r["id"], "label": r["label"], "primary": value} for value, r in scored]
     step(0.92, "preparing figures")
@@ -407,6 +401,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         },
         "judges": [{"id": j.id, "label": j.label, "kind": j.kind} for j in judges],
         "ranking": ranking,
+        "unranked": unranked,
         "overall": overall,
         "breakdown": breakdown,
         "plots": plots,

@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from annotation.task_types import PICK_BEST, PICK_WORST, TIE, Level
+from annotation.task_types import PICK_BEST, PICK_WORST, Level
+from ratings.pairwise import outcome_of
 from ratings.stats.aggregation import majority_vote
 from ratings.stats.agreement import item_summary
 
@@ -260,9 +261,9 @@ class LabelFigures(ItemFigures):
         elif self.pairwise:
             keys = self.data.candidate_keys.get(item_id, [])
             first, second = (keys + ["", ""])[:2]
-            first_wins = sum(1 for label in labels if label == first)
-            second_wins = sum(1 for label in labels if label == second)
-            ties = sum(1 for label in labels if label == TIE)
+            # Each answer's outcome as the task type reads it (``ratings.pairwise``), not its label decoded here.
+            outcomes = [outcome_of(self.data.task_type, v, keys) for v in values if v is not None]
+            first_wins, second_wins, ties = outcomes.count(1.0), outcomes.count(0.0), outcomes.count(0.5)
             share = (first_wins + 0.5 * ties) / n
             sort_value = max(share, 1.0 - share)
             figures += [first, second, first_wins, second_wins, ties, _pct(share), _pct(sort_value)]
@@ -271,8 +272,8 @@ class LabelFigures(ItemFigures):
         self.rows.append(((0, -sort_value, position), item_id, *figures))
 
     def _candidate(self, item_id: int, key: Any) -> list[Any]:
-        if key is None or key == TIE:
-            return [None, None]
+        if key is None or str(key) not in self.data.candidate_keys.get(item_id, []):
+            return [None, None]  # no candidate: undecided, a tie, or a value that names none
         return [CandidateRef(item_id, str(key)), self.data.candidate_provenance.get((item_id, str(key)))]
 
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from annotation.models import Judgment, counted_raters, trial_as_set
 from annotation.task_types import Level
-from ratings.leaderboards import contestant_of, judge_verdicts, study_leaderboard
+from ratings.leaderboards import judge_verdicts, study_leaderboard
+from ratings.pairwise import contestant_of, study_judge_comparisons
 from ratings.stats.leaderboard import PRINTED_COLUMNS, Leaderboard, MatchVerdict, position_summary, printed_row
 
 from .safe_cells import scrub_provenance
@@ -167,7 +168,7 @@ class Matches:
 
 
 def contestant(data: StudyData, item_id: int, key: str) -> str:
-    """Who a candidate stands for in a ranking (``ratings.leaderboards.contestant_of``)."""
+    """Who a candidate stands for in a ranking (``ratings.pairwise.contestant_of``)."""
     return contestant_of(key, data.candidate_provenance.get((item_id, key), {}))
 
 
@@ -207,8 +208,9 @@ def write_rankings(data: StudyData, sheet, human: Matches | None, judges: dict[i
         boards.append((title, study_leaderboard(study=data.study, verdicts=_verdicts(human))))
     # Judges' verdicts by the same rule as the tournament page and the protocol report.
     by_judge = judge_verdicts(study=data.study, rater_ids=list(judges)) if judges else {}
+    comparisons = study_judge_comparisons(study=data.study, rater_ids=list(judges)) if judges else {}
     for pk in judges:
-        board = study_leaderboard(study=data.study, verdicts=by_judge.get(pk, []))
+        board = study_leaderboard(study=data.study, verdicts=by_judge.get(pk, []), comparisons=comparisons.get(pk, {}))
         boards.append((f"LLM judge {data.raters[pk].label}", board))
     wrote = False
     for title, board in boards:

@@ -15,34 +15,31 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Candidate, Judgment, Study
+from annotation.models import Judgment, Study
+from annotation.task_types import TIE
 
 from .. import plots
+from ..pairwise import item_candidates, winner_of
 from ..selectors import JUDGE_KINDS, NoNumericCoding, study_rating_matrix
 from ..stats import fleiss_kappa_from_matrix, krippendorff_alpha, majority_vote, percentage_agreement
 from .base import Figure, ProtocolReport, Section, Table, register_report, rounded
 
 PREFERENCE = "chumor-preference"
-HUMAN, LLM, TIE, UNDECIDED = "human", "llm", "tie", "undecided"
+HUMAN, LLM, UNDECIDED = "human", "llm", "undecided"
 
 
 def _outcomes(study: Study, item_ids: list[int], values: np.ndarray) -> np.ndarray:
-    """Coded votes (1 first candidate, 0 second, 0.5 tie) as 'human' / 'llm' / 'tie' per cell ('' = no vote)."""
-    sources: dict[int, list[str]] = {}
-    rows = (
-        Candidate.objects.filter(item_id__in=item_ids)
-        .order_by("item_id", "position", "id")
-        .values_list("item_id", "key", "provenance")
-    )
-    for item_id, key, provenance in rows:
-        source = provenance.get("source") if isinstance(provenance, dict) else None
-        sources.setdefault(item_id, []).append(str(source or key))
+    """Coded votes (1 first candidate, 0 second, 0.5 tie) as 'human' / 'llm' / 'tie' per cell ('' = no vote).
+
+    A candidate's side is its contestant (``ratings.pairwise.contestant_of``: the importer sets its ``source``).
+    """
+    sides = item_candidates(study=study)
     out = np.full(values.shape, "", dtype=object)
     for i, pk in enumerate(item_ids):
-        first, second = (sources.get(pk, []) + ["first", "second"])[:2]
+        first, second = ([name for _key, name in sides.get(pk, [])] + ["first", "second"])[:2]
         for j, v in enumerate(values[i]):
             if not math.isnan(v):
-                out[i, j] = TIE if v == 0.5 else (first if v == 1.0 else second)
+                out[i, j] = winner_of(v, first, second)
     return out
 
 

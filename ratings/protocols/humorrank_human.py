@@ -14,14 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from annotation.models import Candidate, Judgment, Study
+from annotation.models import Rater, Study
 from annotation.protocols.humorrank import HUMAN_CHECK, SOURCE_LINK
-from annotation.task_types import TIE
 
-from ..selectors import JUDGE_KINDS, study_rating_matrix
+from ..leaderboards import judge_verdicts
+from ..pairwise import item_candidates, winner_of
+from ..selectors import study_rating_matrix
 from ..stats import krippendorff_alpha, majority_vote, percentage_agreement
 from .base import Section, Table, rounded
-from .humorrank_rankings import Ranking, Verdict, first_per_item, score_of
+from .humorrank_rankings import Ranking, Verdict, prompt_verdicts
 
 
 def human_checks(study: Study, source: Study | None) -> list[Study]:
@@ -32,20 +33,13 @@ def human_checks(study: Study, source: Study | None) -> list[Study]:
     return list(Study.objects.filter(protocol=HUMAN_CHECK, **{f"config__{SOURCE_LINK}": source.slug}).order_by("pk"))
 
 
-def _item_keys(study: Study) -> dict[int, tuple[str, list[str]]]:
-    keys: dict[int, list[str]] = {}
-    for item_id, key in (
-        Candidate.objects.filter(item__study=study).order_by("item_id", "position", "pk").values_list("item_id", "key")
-    ):
-        keys.setdefault(item_id, []).append(key)
+def _item_pairs(study: Study) -> dict[int, tuple[str, list[str]]]:
+    """Per item: its prompt id and its candidates' contestants (``ratings.pairwise.contestant_of``)."""
+    contestants = item_candidates(study=study)
     return {
-        pk: (str((metadata or {}).get("prompt_id") or external_id), keys.get(pk, []))
+        pk: (str((metadata or {}).get("prompt_id") or external_id), [name for _key, name in contestants.get(pk, [])])
         for pk, external_id, metadata in study.items.values_list("pk", "external_id", "metadata")
     }
-
-
-def _winner(code: float, keys: list[str]) -> str:
-    return TIE if code == 0.5 else (keys[0] if code == 1.0 else keys[1])
 
 
 def human_section(
@@ -81,13 +75,13 @@ def human_section(
         # Human majority per pair, against each judge's verdict on the same prompt and pair.
         if not n_votes:
             continue
-        keys = _item_keys(check)
+        keys = _item_pairs(check)
         majority = majority_vote(values, categories=[0.0, 0.5, 1.0], tie="undecided")
         human = {}
         for pk, code in zip(matrix.item_ids, majority, strict=True):
             prompt_id, item_keys = keys[pk]
             if len(item_keys) == 2:
-                human[(prompt_id, frozenset(item_keys))] = None if math.isnan(code) else _winner(code, item_keys)
+                human[(prompt_id, frozenset(item_keys))] = None if math.isnan(code) else winner_of(code, *item_keys)
         compared = [*rankings, *_direct_judges(check, keys)]
         for ranking in compared:
             verdicts: dict[tuple[str, frozenset[str]], str] = {}
@@ -147,7 +141,7 @@ def human_section(
 def human_ranking(check: Study) -> Ranking | None:
     """The people's votes in a human check as one more ranking (each vote one match)."""
     matrix = study_rating_matrix(study=check, group="humans")
-    keys = _item_keys(check)
+    keys = _item_pairs(check)
     verdicts = [
         Verdict(keys[pk][0], keys[pk][1][0], keys[pk][1][1], float(code))
         for pk, row in zip(matrix.item_ids, matrix.values, strict=True)
@@ -163,20 +157,18 @@ def human_ranking(check: Study) -> Ranking | None:
 
 
 def _direct_judges(check: Study, keys: dict[int, tuple[str, list[str]]]) -> list[Ranking]:
-    """Judges run on the human-check study itself (not through a tournament)."""
-    rows = first_per_item(
-        Judgment.objects.filter(study=check, status=Judgment.Status.OK, rater__kind__in=JUDGE_KINDS)
-        .order_by("rater_id", "item_id", "pk")
-        .values_list("rater_id", "item_id", "rater__name", "value")
-    )
-    by_judge: dict[str, list[Verdict]] = {}
-    for _rater, item_id, judge, value in rows:
-        prompt_id, item_keys = keys[item_id]
-        if len(item_keys) == 2:
-            by_judge.setdefault(judge, []).append(
-                Verdict(prompt_id, item_keys[0], item_keys[1], score_of(value["choice"], item_keys[0]))
-            )
+    """Judges run on the human-check study itself (not through a tournament), their verdicts counted
+    as every leaderboard counts them (``ratings.leaderboards.judge_verdicts``)."""
+    by_rater = judge_verdicts(study=check)
+    names = dict(Rater.objects.filter(pk__in=list(by_rater)).values_list("pk", "name"))
+    prompt_of = {pk: prompt_id for pk, (prompt_id, _names) in keys.items()}
     return [
-        Ranking(label=f"{judge} · on this check", judge=judge, tournament="", verdicts=v, seed=check.seed)
-        for judge, v in by_judge.items()
+        Ranking(
+            label=f"{names[rater_id]} · on this check",
+            judge=names[rater_id],
+            tournament="",
+            verdicts=prompt_verdicts(found, prompt_of),
+            seed=check.seed,
+        )
+        for rater_id, found in sorted(by_rater.items())
     ]

@@ -17,11 +17,11 @@ import numpy as np
 
 from annotation.models import Rater, Study
 from annotation.protocols.humorrank import MATCHES, SOURCE_LINK
-from annotation.task_types import TIE
 
 from ..leaderboards import judge_verdicts
+from ..pairwise import consistency_over, study_judge_comparisons, winner_of
 from ..reports import leaderboard_dict
-from ..stats import Leaderboard, MatchVerdict, leaderboard
+from ..stats import Leaderboard, MatchVerdict, OrderConsistency, leaderboard
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Verdict:
 
     @property
     def winner(self) -> str:
-        return TIE if self.score == 0.5 else (self.first if self.score == 1.0 else self.second)
+        return winner_of(self.score, self.first, self.second)
 
 
 @dataclass
@@ -56,21 +56,24 @@ class Ranking:
     wins: np.ndarray | None = None
     seed: int | None = None  # the seed of the study holding the verdicts
     board: Leaderboard | None = None
+    # The judge's position consistency over every trial (``ratings.pairwise``); None: read from the verdicts.
+    consistency: OrderConsistency | None = None
 
 
-def score_of(choice: str, first: str) -> float:
-    return 0.5 if choice == TIE else (1.0 if choice == first else 0.0)
-
-
-def first_per_item(rows) -> list:
-    """The earliest judgment per (rater, item): repeated trials do not count twice."""
-    seen: set[tuple[int, int]] = set()
-    kept = []
-    for row in rows:
-        if (row[0], row[1]) not in seen:
-            seen.add((row[0], row[1]))
-            kept.append(row)
-    return kept
+def prompt_verdicts(found: list[MatchVerdict], prompt_of_item: dict[int, str]) -> list[Verdict]:
+    """A judge's verdicts (``ratings.leaderboards.judge_verdicts``) named by the prompt each match was about."""
+    return [
+        Verdict(
+            prompt_of_item.get(int(v.match), v.match),
+            v.first,
+            v.second,
+            v.score,
+            v.features,
+            match=v.match,
+            shown_first=v.shown_first,
+        )
+        for v in found
+    ]
 
 
 def match_rankings(source: Study) -> list[Ranking]:
@@ -82,18 +85,20 @@ def match_rankings(source: Study) -> list[Ranking]:
         rater_names = dict(Rater.objects.filter(pk__in=list(by_rater)).values_list("pk", "name"))
         schedule = match_study.config.get("schedule", "")
         tournament = match_study.config.get("tournament") or match_study.name
+        prompt_id_of = {pk: prompt_ids.get(item, str(item)) for pk, item in prompt_of.items()}
+        comparisons = study_judge_comparisons(study=match_study, rater_ids=list(by_rater))
         for rater_id, found in sorted(by_rater.items()):
-            verdicts = []
-            for v in found:
-                prompt_item = prompt_of.get(int(v.match))
-                prompt_id = prompt_ids.get(prompt_item, str(prompt_item))
-                verdicts.append(
-                    Verdict(prompt_id, v.first, v.second, v.score, v.features, match=v.match, shown_first=v.shown_first)
-                )
             judge = rater_names[rater_id]
             label = f"{judge} · {tournament}" + (f" ({schedule.replace('_', ' ')})" if schedule else "")
             rankings.append(
-                Ranking(label=label, judge=judge, tournament=tournament, verdicts=verdicts, seed=match_study.seed)
+                Ranking(
+                    label=label,
+                    judge=judge,
+                    tournament=tournament,
+                    verdicts=prompt_verdicts(found, prompt_id_of),
+                    seed=match_study.seed,
+                    consistency=consistency_over(comparisons.get(rater_id, {})),
+                )
             )
     return rankings
 
@@ -105,6 +110,7 @@ def fit(ranking: Ranking, analyses: dict[str, Any], seed: int) -> None:
         n_resamples=analyses["bootstrap_resamples"],
         n_orderings=analyses["elo_orderings"],
         seed=ranking.seed if ranking.seed is not None else seed,
+        consistency=ranking.consistency,
     )
     ranking.board = board
     ranking.result = leaderboard_dict(board)

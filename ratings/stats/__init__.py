@@ -66,9 +66,11 @@ from .leaderboard import (
     DEFAULT_RESAMPLES,
     Leaderboard,
     MatchVerdict,
+    OrderConsistency,
     PositionFigures,
     Standing,
     leaderboard,
+    order_consistency,
     position_figures,
 )
 from .matrix import (
@@ -99,9 +101,11 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "Leaderboard",
     "MatchVerdict",
+    "OrderConsistency",
     "PositionFigures",
     "Standing",
     "leaderboard",
+    "order_consistency",
     "position_figures",
     "DEFAULT_SEED",
     "FORMS",

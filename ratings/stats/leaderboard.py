@@ -20,7 +20,7 @@ Same verdicts, same numbers, wherever they are shown:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,19 +118,77 @@ def _sort_key(v: MatchVerdict) -> tuple[Any, ...]:
     return (v.first, v.second, v.score, str(v.match), v.shown_first or "")
 
 
-def position_figures(verdicts: Sequence[MatchVerdict]) -> PositionFigures:
-    """First-position win rate (with its binomial test) and both-orders consistency."""
+#: The outcome of a tie in :func:`order_consistency` groups (a tuple never equals a contestant's name).
+TIED = ("tie",)
+
+
+@dataclass(frozen=True)
+class OrderConsistency:
+    """How often one judge's verdict on a comparison survived swapping the order it was shown in."""
+
+    n_pairs: int = 0  # comparisons answered usably in both orders
+    consistent: int = 0  # ... whose answers all named the same candidate (or a tie every time)
+    incomplete: int = 0  # comparisons shown in both orders with an unusable answer on a side: left out
+
+    @property
+    def value(self) -> float | None:
+        return self.consistent / self.n_pairs if self.n_pairs else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "n_pairs": self.n_pairs,
+            "consistent": self.consistent,
+            "incomplete": self.incomplete,
+        }
+
+
+def order_consistency(groups: Iterable[Mapping[Any, Sequence[Hashable | None]]]) -> OrderConsistency:
+    """Position consistency: the one definition every page, report and export shows.
+
+    A group is one comparison — one item in one trial — mapping each order it was
+    shown in to the outcomes given in that order: the winning candidate, :data:`TIED`,
+    or None for an unusable answer (unparseable, failed). A comparison shown in at
+    least two orders is a pair; it is consistent when every outcome names the same
+    candidate (or a tie every time). A pair with an unusable side is counted as
+    incomplete and left out of the share. Every trial is its own comparison, so a
+    judge asked three times in both orders contributes three pairs per item.
+    """
+    pairs = consistent = incomplete = 0
+    for group in groups:
+        if len(group) < 2:
+            continue
+        outcomes = [outcome for given in group.values() for outcome in given]
+        if any(outcome is None for outcome in outcomes):
+            incomplete += 1
+            continue
+        pairs += 1
+        consistent += len(set(outcomes)) == 1
+    return OrderConsistency(n_pairs=pairs, consistent=consistent, incomplete=incomplete)
+
+
+def verdict_consistency(verdicts: Sequence[MatchVerdict]) -> OrderConsistency:
+    """:func:`order_consistency` of verdicts whose ``match`` names the comparison (one per item and trial)."""
+    groups: dict[str, dict[str, list[Hashable]]] = {}
+    for v in verdicts:
+        if v.match and v.shown_first in (v.first, v.second):
+            groups.setdefault(str(v.match), {}).setdefault(v.shown_first, []).append(v.winner or TIED)
+    return order_consistency(groups.values())
+
+
+def position_figures(verdicts: Sequence[MatchVerdict], consistency: OrderConsistency | None = None) -> PositionFigures:
+    """First-position win rate (with its binomial test) and both-orders consistency.
+
+    ``consistency`` is given by a caller that knows more comparisons than the verdicts
+    ranked (every trial, where the ranking counts the earliest); otherwise it is read
+    from the verdicts.
+    """
     decisive = [v for v in verdicts if v.winner is not None and v.shown_first in (v.first, v.second)]
     first_wins = sum(v.winner == v.shown_first for v in decisive)
     n = len(decisive)
     rate = first_wins / n if n else None
     p_value = float(scipy_stats.binomtest(first_wins, n, 0.5).pvalue) if n else None
-    by_match: dict[str, dict[str, MatchVerdict]] = {}
-    for v in verdicts:
-        if v.match and v.shown_first in (v.first, v.second):
-            by_match.setdefault(str(v.match), {}).setdefault(v.shown_first, v)
-    pairs = [list(orders.values()) for orders in by_match.values() if len(orders) == 2]
-    consistent = sum(x.winner == y.winner for x, y in pairs)
+    both = consistency if consistency is not None else verdict_consistency(verdicts)
     warning = None
     if rate is not None:
         low, high = POSITION_BAND
@@ -146,9 +204,9 @@ def position_figures(verdicts: Sequence[MatchVerdict]) -> PositionFigures:
         first_wins=first_wins,
         first_rate=rate,
         p_value=p_value,
-        n_both_orders=len(pairs),
-        n_consistent=consistent,
-        consistency=consistent / len(pairs) if pairs else None,
+        n_both_orders=both.n_pairs,
+        n_consistent=both.consistent,
+        consistency=both.value,
         warning=warning,
     )
 
@@ -160,8 +218,13 @@ def leaderboard(
     n_orderings: int = DEFAULT_ORDERINGS,
     confidence: float = 0.95,
     seed: int | None = DEFAULT_SEED,
+    consistency: OrderConsistency | None = None,
 ) -> Leaderboard:
-    """The leaderboard of the verdicts (see the module docstring for what makes it reproducible)."""
+    """The leaderboard of the verdicts (see the module docstring for what makes it reproducible).
+
+    ``consistency``: the judge's position consistency when the caller read it over more
+    comparisons than the verdicts ranked (see :func:`position_figures`).
+    """
     ordered = sorted(verdicts, key=_sort_key)
     if not ordered:
         raise ValueError("there are no verdicts to rank")
@@ -200,7 +263,7 @@ def leaderboard(
     warnings = list(bt.warnings)
     if triads.count:
         warnings.append(f"{triads.count} intransitive triad(s) (A beats B beats C beats A) in the majority results")
-    position = position_figures(ordered)
+    position = position_figures(ordered, consistency)
     if position.warning:
         warnings.insert(0, position.warning)
     return Leaderboard(

@@ -12,7 +12,6 @@ from ratings.alignment import (
     AlignmentParams,
     AlignmentUnavailable,
     compute_alignment,
-    consistency_of,
     feature_tallies,
     loo_kappas,
     metadata_groups,
@@ -20,7 +19,7 @@ from ratings.alignment import (
     pairwise_agreement,
 )
 from ratings.selectors import RaterInfo
-from ratings.stats import cohen_kappa
+from ratings.stats import cohen_kappa, order_consistency
 from tests.ratings.alignment_helpers import (
     HUMANS,
     add_rater,
@@ -364,7 +363,7 @@ class TestPureHelpers:
             {("a", "b"): ["a"]},
             {("a", "b"): ["tie"], ("b", "a"): ["tie"]},
         ]
-        assert consistency_of(groups) == {"value": 1.0, "n_pairs": 2, "consistent": 2, "incomplete": 0}
+        assert order_consistency(groups).as_dict() == {"value": 1.0, "n_pairs": 2, "consistent": 2, "incomplete": 0}
 
     def test_metadata_groups_are_multi_label(self):
         groups = metadata_groups([["pun", "cultural"], "pun", None, {"a": 1}])

@@ -198,3 +198,34 @@ def test_a_failed_computation_is_shown_with_its_reason(owner_client, ordinal):
     html = owner_client.get(page(ordinal)).content.decode()
     assert stored(ordinal).status == "failed"
     assert "The last computation failed: this study has no LLM or baseline judge to compare" in html
+
+
+class TestAJudgeWithNoAnswers:
+    """A judge whose endpoint never answered was once ranked ("dead-endpoint: 0.000" under "Judges ranked")."""
+
+    @pytest.fixture
+    def with_dead_judge(self, researcher):
+        from annotation.models import Judgment, Rater
+        from tests.ratings.alignment_helpers import add_rater, judge
+
+        study, raters = build_ordinal(researcher)
+        dead = add_rater(study, "dead-endpoint", Rater.Kind.LLM)
+        for item in study.items.order_by("position"):
+            judge(study, dead, item, None, status=Judgment.Status.FAILED)
+        return study
+
+    def test_the_report_lists_it_as_not_rankable_with_the_reason(self, owner_client, with_dead_judge):
+        html = owner_client.get(page(with_dead_judge)).content.decode()
+        ranked = html.split('id="ranking-heading"')[1].split("</ol>")[0]
+        assert "twin: " in ranked and "dead-endpoint" not in ranked
+        assert "Not rankable" in html
+        assert "dead-endpoint: no usable answer on the 6 items compared (6 failed)" in html
+        result = stored(with_dead_judge).result
+        assert [row["label"] for row in result["unranked"]] == ["dead-endpoint"]
+
+    def test_the_judge_comparison_page_leaves_it_out_of_the_ranks(self, owner_client, with_dead_judge):
+        owner_client.get(page(with_dead_judge))
+        html = owner_client.get(f"/alignment/{with_dead_judge.slug}/judges/").content.decode()
+        table = html.split('id="judges-heading"')[1].split("</table>")[0]
+        assert "twin" in table and "dead-endpoint" not in table
+        assert "dead-endpoint: no usable answer on the 6 items compared (6 failed)" in html

@@ -84,9 +84,11 @@ def oracle_wide(table: Table, labels: Labels | None) -> RatingsInput:
             text = _cell(table, i, j + 1)
             if text:
                 matrix[i, j] = _code(text, labels, where=f"{where}, column {rater!r}")
-    if np.isnan(matrix).all():
+    # A row nobody rated is no item, as in the long layout.
+    rated = [i for i in range(len(items)) if not np.isnan(matrix[i]).all()]
+    if not rated:
         raise InputError("the file has no ratings (every cell is blank)")
-    return RatingsInput(values=matrix, item_ids=items, rater_ids=list(raters), layout="wide")
+    return RatingsInput(values=matrix[rated], item_ids=[items[i] for i in rated], rater_ids=list(raters), layout="wide")
 
 
 CELLS = st.sampled_from(["", "0", "1", "2", "3", " 2 ", "3,0", "TRUE", "x", "9", "1.5", "nan"])

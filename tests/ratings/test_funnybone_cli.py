@@ -96,6 +96,30 @@ class TestWithoutDjango:
         assert "row 3, column 'value': 'x' is not a number" in done.stderr
 
 
+class TestWideAndLongAgree:
+    """A wide file with a blank row (an item nobody rated) once gave a null Fleiss' κ and more items than
+    the long layout of the same ratings."""
+
+    def test_a_blank_row_in_the_wide_layout_gives_the_long_layouts_figures(self, tmp_path):
+        raters = ("ann", "bob", "cat")
+        by_item = {row[0]: {} for row in RATINGS[1:]}
+        for item, rater, value in RATINGS[1:]:
+            by_item[item][rater] = value
+        wide = [["item", *raters], *([item, *(by_item[item][r] for r in raters)] for item in by_item)]
+        wide.insert(3, ["nobody-rated", "", "", ""])
+        reports = {}
+        for layout, rows in (("long", RATINGS), ("wide", wide)):
+            path = write_csv(tmp_path / f"{layout}.csv", rows)
+            done = funnybone(tmp_path, "analyze", "ratings", str(path), "--labels", "-2,-1,0,1,2", "--json")
+            assert done.returncode == 0, done.stderr
+            reports[layout] = json.loads(done.stdout)
+        long, wide_report = reports["long"], reports["wide"]
+        assert wide_report["fleiss_kappa"] is not None
+        assert (wide_report["n_items"], wide_report["n_raters"]) == (long["n_items"], long["n_raters"]) == (5, 3)
+        del long["layout"], wide_report["layout"]
+        assert wide_report == long
+
+
 class TestNegativeLabels:
     """``--labels -2,-1,0,1,2`` used to stop at argument parsing: argparse took the scale for an option."""
 
