@@ -541,30 +541,3 @@ def study_is_full(*, study: _Study) -> bool:
         item__is_attention_check=False
     )
     return not with_room.exists() and not leased.exists()
-
-
-@_dataclass(frozen=True)
-class OutcomeCode:
-    """What a participant is given at the end: the study's code, message and link for how it ended."""
-
-    code: str
-    message: str
-    redirect_url: str
-
-
-# The study fields (code, message, redirect URL) of each way a participant's session can end.
-OUTCOME_FIELDS = {
-    "complete": ("completion_code", "completion_message", "completion_redirect_url"),
-    "empty": ("no_work_code", "no_work_message", "no_work_redirect_url"),
-    "ended": ("failed_checks_code", "failed_checks_message", "failed_checks_redirect_url"),
-    "declined": ("declined_code", "declined_message", "declined_redirect_url"),
-}
-
-
-def outcome_for(*, study: _Study, outcome: str) -> OutcomeCode | None:
-    """The study's code, message and redirect for this outcome; None when it has none of them."""
-    fields = OUTCOME_FIELDS.get(outcome)
-    if fields is None:
-        return None
-    found = OutcomeCode(*(str(getattr(study, name) or "").strip() for name in fields))
-    return found if any((found.code, found.message, found.redirect_url)) else None

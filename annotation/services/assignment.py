@@ -60,6 +60,12 @@ class NextItem:
     # this rater could still get is leased to someone else and may come free.
     reason: str = ""
 
+    @property
+    def finished(self) -> bool:
+        """The rater is finished for good: nothing will come (unlike "waiting", "busy" or "closed",
+        where the study's closing ends the session, not the rater)."""
+        return self.assignment is None and self.reason in {"exhausted", "cap_reached", "ended"}
+
 
 def _lease_seconds() -> int:
     return settings.FUNNYBONE_LEASE_SECONDS
