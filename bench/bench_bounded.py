@@ -58,7 +58,7 @@ def build(n_items: int) -> int:
     from django.utils import timezone
 
     from annotation.models import Assignment, Candidate, Enrollment, Item, Judgment, Rater, Study
-    from annotation.services.assignment import places_add
+    from annotation.services.places import places_add
 
     owner, _ = get_user_model().objects.get_or_create(username="bench-bounded")
     stamp = f"{n_items}-{int(time.time())}"
