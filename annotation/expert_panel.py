@@ -12,7 +12,7 @@ from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, 
 from django.db.models.functions import Coalesce
 
 from .models import Enrollment, Invitation, Judgment, Study
-from .selectors import AnnotatorProgress, annotator_progress
+from .selectors.annotator import AnnotatorProgress, annotator_progress
 
 
 def _judgments_of_invited(field: str):

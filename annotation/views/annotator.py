@@ -27,7 +27,7 @@ from ..models import Assignment, Enrollment, Invitation, Rater, Study
 from ..outcomes import DECLINED, end_page, session_outcome
 from ..protocols import template_of
 from ..ratelimit import entry_rate_limited
-from ..selectors import (
+from ..selectors.annotator import (
     annotator_progress,
     enrollment_by_token,
     has_done_enough,

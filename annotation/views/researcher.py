@@ -19,7 +19,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from .. import selectors
 from ..access import owned_study_or_404
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
@@ -27,6 +26,7 @@ from ..expert_panel import invitations_with_progress
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
 from ..importers import FileProblem, item_import_start
 from ..models import AuditEntry, ItemImport, Study
+from ..selectors import researcher as selectors
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import study_file_json_chunks, study_file_yaml_chunks

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Rater
-from annotation.selectors import study_is_full
+from annotation.selectors.annotator import study_is_full
 from annotation.services.assignment import assignment_for_judge, next_assignment
 from annotation.services.enrollment import enroll_crowdworker, enroll_preview
 from annotation.services.judgments import judgment_submit
