@@ -20,6 +20,11 @@ PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,99}$")
 PROLIFIC_ID = re.compile(r"^[0-9a-fA-F]{24}$")
 
 
+def prolific_id_normal(participant_id: str) -> str:
+    """The one spelling of a Prolific id (24 hex digits): lower case, as Prolific writes it."""
+    return participant_id.lower()
+
+
 def participant_id_check(*, study: Study, participant_id: str) -> str:
     """The participant id, stripped, or a ValidationError saying why it cannot be anyone's.
 
@@ -34,6 +39,8 @@ def participant_id_check(*, study: Study, participant_id: str) -> str:
             raise ValidationError(
                 gettext("This is not a Prolific participant id (24 letters a-f and digits)."), code="shape"
             )
+        # A hex number is the same whatever its case: one worker, one rater (Prolific writes them in lower case).
+        return prolific_id_normal(participant_id)
     elif not PARTICIPANT_ID.match(participant_id):
         raise ValidationError(
             gettext(
