@@ -21,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from ..expert_panel import expert_studies
-from ..forms import ExpertSignupForm
+from ..forms import USERNAME_UNUSABLE, ExpertSignupForm
 from ..languages import in_language
 from ..models import Invitation
 from ..ratelimit import entry_rate_limited
@@ -103,7 +103,7 @@ def _sign_up(request: HttpRequest, invitation: Invitation) -> HttpResponse:
         except ValidationError:
             return _taken(request)  # someone else accepted it a moment ago
         except IntegrityError:
-            form.add_error("username", _("This username was taken a moment ago. Please choose another."))
+            form.add_error("username", USERNAME_UNUSABLE)
         else:
             login(request, user, backend=MODEL_BACKEND)
             _remember(request, enrollment)

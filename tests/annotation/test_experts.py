@@ -7,6 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.expert_panel import expert_studies, invitations_with_progress
+from annotation.forms import USERNAME_UNUSABLE
 from annotation.models import Enrollment, Invitation, Judgment, Rater
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import invitation_accept, invitation_create
@@ -87,7 +88,7 @@ class TestSignUpFromTheLink:
             ({"password2": "something-else-2026"}, "password2", "didn’t match"),
             ({"password1": "erin-e-2026", "password2": "erin-e-2026"}, "password2", "too similar"),
             ({"name": ""}, "name", "required"),
-            ({"username": "rita"}, "username", "already exists"),
+            ({"username": "rita"}, "username", "cannot be used"),
         ],
     )
     def test_it_refuses_a_bad_account_with_the_fields_message_and_writes_nothing(
@@ -131,6 +132,44 @@ class TestSignUpFromTheLink:
 
     def test_an_unknown_token_is_404(self, client):
         assert client.get("/invite/not-a-real-token/").status_code == 404
+
+
+class TestSignUpDoesNotSayWhichUsernamesExist:
+    """Someone holding an invitation link must not learn from the form which accounts exist."""
+
+    def errors(self, client, invitation, **fields) -> dict:
+        response = sign_up(client, invitation, **fields)
+        assert response.status_code == 400
+        return {field: list(messages) for field, messages in response.context["form"].errors.items()}
+
+    def test_a_probe_with_a_bad_password_reads_the_same_for_a_taken_and_a_free_username(
+        self, client, make_study, researcher
+    ):
+        invitation = invitation_create(study=make_study())
+        bad = {"password1": "short", "password2": "short"}
+        taken = self.errors(client, invitation, username=researcher.username, **bad)
+        free = self.errors(client, invitation, username="nobody-has-this-name", **bad)
+        assert taken == free and "username" not in taken
+        assert not get_user_model().objects.filter(username="nobody-has-this-name").exists()
+
+    def test_a_taken_username_in_any_case_gets_a_message_that_does_not_say_it_exists(
+        self, client, make_study, researcher
+    ):
+        invitation = invitation_create(study=make_study())
+        for spelling in (researcher.username, researcher.username.upper()):
+            (message,) = self.errors(client, invitation, username=spelling)["username"]
+            assert message == str(USERNAME_UNUSABLE)
+            assert "exist" not in message and "taken" not in message
+        invitation.refresh_from_db()
+        assert invitation.rater is None
+
+    def test_a_username_taken_a_moment_ago_reads_the_same(self, client, make_study, monkeypatch):
+        # Free when the form checked it, taken by another request before the insert.
+        invitation = invitation_create(study=make_study())
+        get_user_model().objects.create_user("racer", password=GOOD_PASSWORD)
+        monkeypatch.setattr("annotation.forms.username_unusable", lambda username: False)
+        (message,) = self.errors(client, invitation, username="racer")["username"]
+        assert message == str(USERNAME_UNUSABLE)
 
 
 class TestSignInAndAccept:
