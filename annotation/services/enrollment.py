@@ -4,12 +4,13 @@ import re
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from ..api.permissions import is_researcher
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
 
 CROWD_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
@@ -132,6 +133,11 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enro
         existing = Rater.objects.filter(user=user).first()
         if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
             raise ValidationError(gettext("This invitation was already accepted by someone else."))
+        if existing is None and is_researcher(user):
+            # An account with no rater is a researcher's (is_researcher); the expert rater made
+            # next would take that away, and with it her studies' pages and the API. Write down
+            # what she is, so rating for a colleague adds a role and removes none.
+            researcher_keep(user=user)
         rater = existing or expert_rater(user=user)
         if invitation.rater_id is None:
             invitation.rater = rater
@@ -150,7 +156,17 @@ def expert_account_create(
     user_model = get_user_model()
     with transaction.atomic():
         user = user_model.objects.create_user(username=username, email=email, password=password, first_name=name)
+        expert_rater(user=user)  # an expert's account from the start, never a researcher's
         return user, invitation_accept(invitation=invitation, user=user)
+
+
+def researcher_keep(*, user: AbstractBaseUser) -> None:
+    """Give the account the researcher's permission ("Can add study"), which a rater of its own does not undo."""
+    permission = Permission.objects.get(content_type__app_label="annotation", codename="add_study")
+    user.user_permissions.add(permission)
+    # Django caches an account's permissions on the instance: read them afresh next time.
+    for cached in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cached, None)
 
 
 def enrollment_consent(*, enrollment: Enrollment) -> Enrollment:

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
+from ..api.permissions import is_researcher
 from ..expert_panel import expert_studies
 from ..forms import USERNAME_UNUSABLE, ExpertSignupForm
 from ..languages import in_language
@@ -83,7 +84,11 @@ def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
         return _start(request, invitation)  # back again: resume
     if request.method == "POST" and request.POST.get("decision") == "accept":
         return _start(request, invitation)
-    return _page(request, invitation, mode="accept", status=400 if request.method == "POST" else 200)
+    # Said before she accepts: a researcher's account stays one (invitation_accept keeps it so).
+    researcher = is_researcher(request.user)
+    return _page(
+        request, invitation, mode="accept", researcher=researcher, status=400 if request.method == "POST" else 200
+    )
 
 
 def _sign_up(request: HttpRequest, invitation: Invitation) -> HttpResponse:

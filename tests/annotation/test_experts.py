@@ -10,10 +10,10 @@ from annotation.expert_panel import expert_studies, invitations_with_progress
 from annotation.forms import USERNAME_UNUSABLE
 from annotation.models import Enrollment, Invitation, Judgment, Rater
 from annotation.services.assignment import next_assignment
-from annotation.services.enrollment import invitation_accept, invitation_create
+from annotation.services.enrollment import expert_rater, invitation_accept, invitation_create
 from annotation.services.judgments import judgment_submit
 from annotation.services.studies import study_set_state
-from tests.annotation.test_annotator_flow import csrf_from, url
+from tests.annotation.test_annotator_flow import csrf_from, post_from_page, url
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,10 @@ def fresh_rate_limits():
 
 @pytest.fixture
 def expert(db):
-    return get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123", first_name="Erin")
+    # An expert's account as sign-up makes it: with its expert rater (a bare account is a researcher's).
+    user = get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123", first_name="Erin")
+    expert_rater(user=user)
+    return user
 
 
 def invite_url(invitation) -> str:
@@ -180,7 +183,8 @@ class TestSignInAndAccept:
         page = client.get(invite_url(invitation))
         assert page.status_code == 200
         assert "You are signed in as erin." in page.content.decode()
-        assert not Rater.objects.exists()  # opening the link accepts nothing
+        assert 'id="researcher-account"' not in page.content.decode()  # an expert's account, not a researcher's
+        assert not Enrollment.objects.exists()  # opening the link accepts nothing
         response = client.post(invite_url(invitation), {"decision": "accept"})
         assert response["Location"] == url(study, "consent")
         enrollment = Enrollment.objects.get(study=study)
@@ -267,7 +271,7 @@ class TestSignInAndAccept:
         for response in (other.get(invite_url(invitation)), other.post(invite_url(invitation), {"decision": "accept"})):
             assert response.status_code == 403
             assert "already accepted" in response.content.decode()
-        assert not Rater.objects.filter(user=expert).exists()
+        assert not Invitation.objects.filter(rater__user=expert).exists()
 
     def test_two_accepts_of_one_link_leave_one_expert(self, make_study, expert, researcher):
         from django.core.exceptions import ValidationError
@@ -382,3 +386,37 @@ class TestResearcherSeesThePanel:
         owner.force_login(study.owner)
         owner.post(reverse("researcher:invitation_new", args=[study.pk]), {"name": "Prof. Ha Ha", "email": ""})
         assert Invitation.objects.get().name == "Prof. Ha Ha"
+
+
+class TestAResearcherWhoRatesForAColleague:
+    """A researcher accepting an expert invitation keeps her researcher account (the pages and the API)."""
+
+    def test_the_invitation_page_tells_her_that_her_account_stays_a_researchers(
+        self, client, make_study, other_researcher, researcher
+    ):
+        invitation = invitation_create(study=make_study(owner=other_researcher))
+        client.force_login(researcher)
+        page = client.get(invite_url(invitation)).content.decode()
+        assert 'id="researcher-account"' in page and "your own studies, the researcher pages and the API stay" in page
+
+    def test_after_accepting_her_studies_page_and_the_api_still_answer(
+        self, client, make_study, other_researcher, researcher
+    ):
+        # Rita has no study of her own yet: nothing but her account said she was a researcher.
+        study = make_study(owner=other_researcher)
+        invitation = invitation_create(study=study)
+        client.force_login(researcher)
+        accepted = post_from_page(client, invite_url(invitation), {"decision": "accept"})
+        assert accepted.status_code == 302 and accepted["Location"] == url(study, "consent")
+        assert client.get(reverse("researcher:study_list")).status_code == 200
+        assert client.get(reverse("api:study_list")).status_code == 200
+        # And she is the study's expert too.
+        assert Enrollment.objects.get(study=study).rater.user == researcher
+        assert client.get(url(study, "consent")).status_code == 200
+
+    def test_an_expert_account_made_by_the_link_is_no_researcher(self, make_study):
+        study = make_study()
+        client = Client()
+        assert sign_up(client, invitation_create(study=study)).status_code == 302
+        assert client.get(reverse("researcher:study_list")).status_code == 403
+        assert client.get(reverse("api:study_list")).status_code == 403
