@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
+from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..plainsql import fetch, shape, table
 from ..services.places import takes_place
 
@@ -90,10 +90,15 @@ def annotator_progress(*, enrollment: Enrollment) -> AnnotatorProgress:
     """Regular items this rater has judged, out of what they can expect to judge.
 
     Expected is what is still reachable: the rater's open item plus the items
-    they have not seen that still have a free place under the quota, capped by
-    the per-rater cap. Attention checks are left out of both numbers. The items
-    with room are counted through their index and only as far as the cap (or
-    ``PROGRESS_LOOKAHEAD`` without one), so a big study costs no more than a small one.
+    they have not seen that have a place for them now or may have one soon,
+    capped by the per-rater cap. A place may come soon where a lease holds it:
+    someone else's, live or lapsed (a lapsed lease keeps its place until a
+    request releases it), as ``services.assignment`` waits for them. So a rater
+    waiting for leased items, or looking at items whose leases lapsed, is told
+    how many are still ahead, not "0 of 0". Attention checks are left out of
+    both numbers. The items with room are counted through their index and only
+    as far as the cap (or ``PROGRESS_LOOKAHEAD`` without one), the leased ones
+    through the index of open leases, so a big study costs no more than a small one.
     """
     study, rater = enrollment.study, enrollment.rater
     quota, preview = study.quota_per_item, rater.is_preview
@@ -114,6 +119,18 @@ def annotator_progress(*, enrollment: Enrollment) -> AnnotatorProgress:
             [study.per_rater_cap] * 2,
         )
     room_params = [] if preview else [quota]
+    if preview:
+        leased, leased_params = "0", []
+    else:
+        # Full items (no room in the index) whose places people's leases hold: they may come free.
+        kinds = ", ".join(["%s"] * len(HUMAN_KINDS))
+        leased = (
+            f"(SELECT COUNT(DISTINCT x.item_id) FROM {assignment} x JOIN {item} f ON f.id = x.item_id"  # noqa: S608
+            f" JOIN {table(Rater)} p ON p.id = x.rater_id WHERE x.study_id = %s AND x.state = %s"
+            f" AND x.rater_id <> %s AND p.kind IN ({kinds}) AND f.is_attention_check = %s AND f.places_taken >= %s"
+            f" AND NOT EXISTS (SELECT 1 FROM {assignment} m WHERE m.rater_id = %s AND m.item_id = x.item_id))"
+        )
+        leased_params = [study.pk, Assignment.State.LEASED, rater.pk, *HUMAN_KINDS, False, quota, rater.pk]
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH mine AS (SELECT COALESCE(SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END), 0) AS done,"  # noqa: S608
@@ -123,12 +140,12 @@ def annotator_progress(*, enrollment: Enrollment) -> AnnotatorProgress:
             f" WHERE a.study_id = %s AND a.rater_id = %s AND i.is_attention_check = %s)"
             f" SELECT done, open_mine, seen, (SELECT COUNT(*) FROM (SELECT 1 FROM {item}"
             f" WHERE study_id = %s AND is_attention_check = %s{with_room}"
-            f" LIMIT (SELECT {wanted} + seen FROM mine)) r) FROM mine",
+            f" LIMIT (SELECT {wanted} + seen FROM mine)) r), {leased} FROM mine",
             [Assignment.State.DONE, Assignment.State.LEASED, *room_params, study.pk, rater.pk, False]
-            + [study.pk, False, *room_params, *wanted_params],
+            + [study.pk, False, *room_params, *wanted_params, *leased_params],
         )
-        done, open_mine, seen_with_room, with_room_count = cursor.fetchone()
-    room = max(0, with_room_count - seen_with_room)
+        done, open_mine, seen_with_room, with_room_count, leased_elsewhere = cursor.fetchone()
+    room = max(0, with_room_count - seen_with_room) + leased_elsewhere
     expected = done + open_mine + room
     if study.per_rater_cap is not None:
         expected = min(expected, study.per_rater_cap)
