@@ -45,6 +45,8 @@ class SessionOutcome:
     # What an invited expert reads instead of ``message`` and ``note`` ("" keeps them).
     expert_message: Promise | str = ""
     expert_note: Promise | str = ""
+    # What the researcher's pages (English only) say of a rater who ended this way.
+    researcher_label: str = ""
 
     @property
     def code_field(self) -> str:
@@ -73,6 +75,7 @@ COMPLETED = SessionOutcome(
     heading=_("Thank you!"),
     message=_("You have finished this study."),
     fields="completion",
+    researcher_label="finished",
 )
 FAILED_CHECKS = SessionOutcome(
     code="failed_checks",
@@ -87,6 +90,7 @@ FAILED_CHECKS = SessionOutcome(
         "through the site you came from."
     ),
     fields="failed_checks",
+    researcher_label="ended on attention checks",
     expert_note=_("You can close this page now. If you believe this is a mistake, please contact the researcher."),
 )
 CLOSED = SessionOutcome(
@@ -96,6 +100,7 @@ CLOSED = SessionOutcome(
     message=_("This study stopped taking answers. Thank you for the answers you gave; they are kept."),
     note=_("If you have questions, please contact the researchers through the site you came from."),
     expert_note=_("If you have questions, please contact the researcher who invited you."),
+    researcher_label="study closed before they finished",
 )
 NO_WORK = SessionOutcome(
     code="no_work",
@@ -107,6 +112,7 @@ NO_WORK = SessionOutcome(
     ),
     note=_("Please return the study on the site you came from; you can close this page now."),
     fields="no_work",
+    researcher_label="nothing left to rate: every item already had its answers",
     expert_message=_(
         "Thank you for accepting the invitation. Every item of this study already has all the ratings "
         "it asks for, so there is nothing for you to rate."
@@ -128,6 +134,15 @@ DECLINED = SessionOutcome(
 )
 
 SESSION_OUTCOMES: dict[str, SessionOutcome] = {o.code: o for o in (COMPLETED, FAILED_CHECKS, CLOSED, NO_WORK, DECLINED)}
+
+
+def answered_enough(*, min_answers: int, answers: int, regular_answers: int) -> bool:
+    """Whether a rater gave the answers the study asks for before its completion code.
+
+    At the default of one, any answer will do (attention checks included); a
+    higher minimum counts answers to regular items only.
+    """
+    return answers >= 1 if min_answers <= 1 else regular_answers >= min_answers
 
 
 def session_outcome(*, enrollment: Enrollment, has_done_enough: bool) -> SessionOutcome:
@@ -155,9 +170,12 @@ class EndPage:
 
 
 def end_page(*, outcome: SessionOutcome, study: Study, rater: Rater | None, with_code: bool = True) -> EndPage:
-    """The outcome as this rater reads it: an invited expert came from no recruitment site, so gets the
-    expert wording (never "return the study on the site you came from")."""
-    code = outcome.for_study(study) if with_code else None
+    """The outcome as this rater reads it.
+
+    An invited expert came from no recruitment site: they get the expert wording
+    (never "return the study on the site you came from") and none of the study's
+    codes, messages or redirects, which are the crowd's ("Code for a worker who ...").
+    """
     if rater is not None and rater.kind == Rater.Kind.EXPERT:
-        return EndPage(outcome, outcome.expert_message or outcome.message, outcome.expert_note or outcome.note, code)
-    return EndPage(outcome, outcome.message, outcome.note, code)
+        return EndPage(outcome, outcome.expert_message or outcome.message, outcome.expert_note or outcome.note, None)
+    return EndPage(outcome, outcome.message, outcome.note, outcome.for_study(study) if with_code else None)

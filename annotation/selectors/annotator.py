@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Judgment, Rater, Study
+from ..outcomes import answered_enough
 from ..plainsql import fetch, shape, table
 from ..services.places import takes_place
 
@@ -157,16 +158,15 @@ def has_judged(*, enrollment: Enrollment) -> bool:
 
 
 def has_done_enough(*, enrollment: Enrollment) -> bool:
-    """Whether the rater gave the answers the study asks for before its completion code.
-
-    At the default of one, any answer will do (attention checks included, as before);
-    a higher minimum counts answers to regular items only.
-    """
+    """Whether the rater gave the answers the study asks for (``outcomes.answered_enough``), in one cheap query."""
     study = enrollment.study
     if study.min_answers <= 1:
-        return has_judged(enrollment=enrollment)
+        # Any answer will do: whether there is one is enough to know.
+        answers = int(has_judged(enrollment=enrollment))
+        return answered_enough(min_answers=study.min_answers, answers=answers, regular_answers=0)
     answered = Judgment.objects.filter(study=study, rater=enrollment.rater, item__is_attention_check=False)
-    return answered.count() >= study.min_answers
+    count = answered.count()
+    return answered_enough(min_answers=study.min_answers, answers=count, regular_answers=count)
 
 
 @dataclass(frozen=True)
