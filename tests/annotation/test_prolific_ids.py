@@ -1,12 +1,11 @@
 """A Prolific worker is one rater whatever the case of their id: 24 hex digits name one number."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from annotation.models import Enrollment, Judgment, Rater
 from annotation.models import Rater as CurrentRater
+from tests.test_migrations import migrate
 
 from .test_annotator_flow import begin, enter, fresh_rate_limits, url  # noqa: F401
 
@@ -45,13 +44,6 @@ class TestOneWorkerOneRater:
 
 
 BEFORE = [("annotation", "0011_study_inputs_revision")]
-
-
-def migrate(targets=None):
-    executor = MigrationExecutor(connection)
-    targets = targets or executor.loader.graph.leaf_nodes()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)

@@ -32,6 +32,16 @@ def rate_one(page, key: str) -> None:
     settled(page)
 
 
+def invite(page, live_server, researcher, study, name: str) -> str:
+    """The researcher creates an invitation on the study page; its link, as the page shows it to copy."""
+    logged_in(page, live_server, researcher)
+    page.goto(f"{live_server.url}/studies/{study.pk}/")
+    page.locator("#invitations").get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create invitation").click()
+    page.wait_for_url(f"**/studies/{study.pk}/#invitations")
+    return page.locator("#invitations input[readonly]").first.input_value()
+
+
 def test_an_invited_expert_creates_an_account_rates_and_resumes(live_server, chromium, researcher):
     study = build_study(researcher, n_items=4, quota_per_item=3, name="JEST-style panel")
 
@@ -39,12 +49,7 @@ def test_an_invited_expert_creates_an_account_rates_and_resumes(live_server, chr
     desk = chromium.new_context()
     page = desk.new_page()
     page.set_default_timeout(15_000)
-    logged_in(page, live_server, researcher)
-    page.goto(f"{live_server.url}/studies/{study.pk}/")
-    page.locator("#invitations").get_by_label("Name").fill("Dr. Erin Expert")
-    page.get_by_role("button", name="Create invitation").click()
-    page.wait_for_url(f"**/studies/{study.pk}/#invitations")
-    link = page.locator("#invitations input[readonly]").first.input_value()
+    link = invite(page, live_server, researcher, study, "Dr. Erin Expert")
     assert link == f"{live_server.url}/invite/{Invitation.objects.get().token}/"
 
     # A stranger opens it: no login form, but the study and a way to make an account.
@@ -117,13 +122,8 @@ def test_an_expert_invited_to_a_full_study_is_warned_of_and_told_so_in_expert_wo
     desk = chromium.new_context()
     page = desk.new_page()
     page.set_default_timeout(15_000)
-    logged_in(page, live_server, researcher)
-    page.goto(f"{live_server.url}/studies/{study.pk}/")
-    page.locator("#invitations").get_by_label("Name").fill("Dr. Late Expert")
-    page.get_by_role("button", name="Create invitation").click()
-    page.wait_for_url(f"**/studies/{study.pk}/#invitations")
+    link = invite(page, live_server, researcher, study, "Dr. Late Expert")
     assert "no place left for a new expert" in page.locator(".messages").inner_text()
-    link = page.locator("#invitations input[readonly]").first.input_value()
 
     # She sends it anyway; the expert makes an account and is told, in an expert's words, that nothing is left.
     visit = chromium.new_context()
