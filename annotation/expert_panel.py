@@ -59,7 +59,7 @@ def _outcome_of(row: Invitation, study: Study) -> SessionOutcome | None:
         return None
     finished = Enrollment(completed_at=row.completed_at, ended_early=bool(row.ended_early))
     enough = answered_enough(min_answers=study.min_answers, answers=row.n_answers, regular_answers=row.n_judged)
-    return session_outcome(enrollment=finished, has_done_enough=enough)
+    return session_outcome(enrollment=finished, done_enough=lambda: enough)
 
 
 @dataclass(frozen=True)

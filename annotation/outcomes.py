@@ -13,6 +13,7 @@ only each outcome's fields (``no_work_code`` and so on), whose names the
 outcomes keep.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.utils.functional import Promise
@@ -145,18 +146,19 @@ def answered_enough(*, min_answers: int, answers: int, regular_answers: int) -> 
     return answers >= 1 if min_answers <= 1 else regular_answers >= min_answers
 
 
-def session_outcome(*, enrollment: Enrollment, has_done_enough: bool) -> SessionOutcome:
+def session_outcome(*, enrollment: Enrollment, done_enough: Callable[[], bool]) -> SessionOutcome:
     """How this finished enrollment's session ended.
 
     Ended early by the attention-check policy; still open when the study closed
     under it; done with the answers the study asks for; or finished without
-    them, because nothing was left for this rater.
+    them, because nothing was left for this rater. ``done_enough`` is asked
+    only of a completed enrollment (it may cost a query).
     """
     if enrollment.ended_early:
         return FAILED_CHECKS
     if enrollment.completed_at is None:
         return CLOSED
-    return COMPLETED if has_done_enough else NO_WORK
+    return COMPLETED if done_enough() else NO_WORK
 
 
 @dataclass(frozen=True)

@@ -480,11 +480,7 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
     study, enrollment = found
     if (step := _step(enrollment)) != "done":
         return _to_step(request, study, step)
-    # Whether the rater did enough is asked only of a completed enrollment (the others' outcome does not need it).
-    enough = (
-        enrollment.completed_at is not None and not enrollment.ended_early and has_done_enough(enrollment=enrollment)
-    )
-    outcome = session_outcome(enrollment=enrollment, has_done_enough=enough)
+    outcome = session_outcome(enrollment=enrollment, done_enough=lambda: has_done_enough(enrollment=enrollment))
     context = {
         "study": study,
         "page": end_page(outcome=outcome, study=study, rater=enrollment.rater),

@@ -95,4 +95,4 @@ class TestTheRegistry:
     )
     def test_an_enrollment_reaches_one_outcome(self, ended_early, completed, enough, code):
         enrollment = Enrollment(ended_early=ended_early, completed_at=datetime.now(UTC) if completed else None)
-        assert session_outcome(enrollment=enrollment, has_done_enough=enough).code == code
+        assert session_outcome(enrollment=enrollment, done_enough=lambda: enough).code == code
