@@ -8,40 +8,58 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, QuerySet, Subquery, Value
+from django.db.models import BooleanField, Count, DateTimeField, IntegerField, Max, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from .models import Enrollment, Invitation, Judgment, Study
-from .selectors import AnnotatorProgress, annotator_progress
+from .outcomes import SessionOutcome, answered_enough, session_outcome
+from .selectors.annotator import AnnotatorProgress, annotator_progress
 
 
-def _judgments_of_invited(field: str):
+def _judgments_of_invited(field: str, *, regular: bool = True):
+    judgments = Judgment.objects.filter(study=OuterRef("study"), rater=OuterRef("rater"))
+    if regular:
+        judgments = judgments.filter(item__is_attention_check=False)
     return (
-        Judgment.objects.filter(study=OuterRef("study"), rater=OuterRef("rater"), item__is_attention_check=False)
-        .values("rater")
-        .annotate(value=Count("pk") if field == "count" else Max("created_at"))
-        .values("value")
+        judgments.values("rater").annotate(value=Count("pk") if field == "count" else Max("created_at")).values("value")
     )
 
 
-def invitations_with_progress(*, study: Study) -> QuerySet[Invitation]:
+def invitations_with_progress(*, study: Study) -> list[Invitation]:
     """The study's invitations, newest first, each with the accepted expert's answers so far.
 
     Annotated: ``n_judged`` (regular items answered), ``last_answer_at``,
-    ``completed_at`` (when the expert finished, from their enrollment) and the
-    study's ``n_items`` for the "x of n" column. One query however many invitations.
+    ``completed_at`` (when the expert finished, from their enrollment), and
+    ``outcome``: how the expert's session ended (``outcomes.SESSION_OUTCOMES``),
+    None while it goes on. One query however many invitations.
     """
     enrollment = Enrollment.objects.filter(study=OuterRef("study"), rater=OuterRef("rater"))
-    return (
+    rows = list(
         Invitation.objects.filter(study=study)
         .select_related("rater")
         .annotate(
             n_judged=Coalesce(Subquery(_judgments_of_invited("count"), output_field=IntegerField()), Value(0)),
+            n_answers=Coalesce(
+                Subquery(_judgments_of_invited("count", regular=False), output_field=IntegerField()), Value(0)
+            ),
             last_answer_at=Subquery(_judgments_of_invited("last"), output_field=DateTimeField()),
             completed_at=Subquery(enrollment.values("completed_at")[:1], output_field=DateTimeField()),
+            ended_early=Subquery(enrollment.values("ended_early")[:1], output_field=BooleanField()),
         )
         .order_by("-created_at", "-pk")
     )
+    for row in rows:
+        row.outcome = _outcome_of(row, study)
+    return rows
+
+
+def _outcome_of(row: Invitation, study: Study) -> SessionOutcome | None:
+    """How the invited expert's session ended, decided as the end page decides it; None while it goes on."""
+    if not (row.completed_at or row.ended_early):
+        return None
+    finished = Enrollment(completed_at=row.completed_at, ended_early=bool(row.ended_early))
+    enough = answered_enough(min_answers=study.min_answers, answers=row.n_answers, regular_answers=row.n_judged)
+    return session_outcome(enrollment=finished, done_enough=lambda: enough)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.translation import gettext_lazy as _
 
@@ -203,7 +204,29 @@ class ExpertSignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("name", "email", "username")
 
+    def clean_username(self) -> str:
+        # Whether the name is free is asked last, in _post_clean: a form with any other
+        # problem must not say whether a username exists (a probe with a bad password
+        # would list the accounts without ever creating one).
+        return self.cleaned_data.get("username")
+
+    def validate_unique(self) -> None:
+        """Not the model's "A user with that username already exists.": ``_post_clean`` says it without naming why."""
+
     def _post_clean(self) -> None:
         # The password validators compare the password with the name too.
         self.instance.first_name = self.cleaned_data.get("name", "")
         super()._post_clean()
+        username = self.cleaned_data.get("username")
+        if not self.errors and username and username_unusable(username):
+            self.add_error("username", USERNAME_UNUSABLE)
+
+
+# One answer for a username that is taken, whichever way it was taken (before, or by a request a moment
+# ago): it does not say that an account of that name exists.
+USERNAME_UNUSABLE = _("This username cannot be used. Please choose another.")
+
+
+def username_unusable(username: str) -> bool:
+    """Whether a new account cannot take this username: one exists whose name differs at most in case."""
+    return get_user_model().objects.filter(username__iexact=username).exists()

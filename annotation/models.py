@@ -6,8 +6,8 @@ shown in), the value (validated by the study's task type) and provenance.
 Counts such as "judgments per item" are derived from these rows. One count is
 stored, because handing out the next item must not count a whole study:
 ``Item.places_taken``, kept exactly under the item's row lock by
-``services.assignment`` and recounted from the assignments by
-``services.assignment.places_recount`` (the load audit checks they agree).
+``services.places`` and recounted from the assignments by
+``services.places.places_recount`` (the load audit checks they agree).
 """
 
 import secrets
@@ -158,7 +158,7 @@ class Item(models.Model):
     gold = models.JSONField(null=True, blank=True, help_text="Known answer, in the task type's value shape.")
     is_attention_check = models.BooleanField(default=False)
     # How many people hold a place on this regular item: their assignments leased (expired or
-    # not, until someone releases them) or done. Written only by services.assignment, under this
+    # not, until someone releases them) or done. Written only by services.places, under this
     # row's lock; 0 on attention checks, which are outside the quota.
     places_taken = models.PositiveIntegerField(default=0, db_default=0, editable=False)
 

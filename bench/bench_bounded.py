@@ -58,7 +58,7 @@ def build(n_items: int) -> int:
     from django.utils import timezone
 
     from annotation.models import Assignment, Candidate, Enrollment, Item, Judgment, Rater, Study
-    from annotation.services.assignment import places_add
+    from annotation.services.places import places_add
 
     owner, _ = get_user_model().objects.get_or_create(username="bench-bounded")
     stamp = f"{n_items}-{int(time.time())}"
@@ -146,13 +146,13 @@ def run_phase(phase: str, study_id: int, out_dir: str) -> dict:
         text = yaml.dump(study_file_data(study), Dumper=YAML_DUMPER, allow_unicode=True, sort_keys=False, width=1000)
         size = len(text.encode())
     elif phase == "progress":
-        from annotation.selectors import study_progress
+        from annotation.selectors.researcher import study_progress
 
         progress = study_progress(study=study, item_limit=200, rater_limit=200)
         size = len(progress.items)
     elif phase == "progress_api":
         from annotation.api.serializers import PROGRESS_PAGE, ProgressOutput
-        from annotation.selectors import study_progress
+        from annotation.selectors.researcher import study_progress
 
         progress = study_progress(study=study, item_limit=PROGRESS_PAGE, rater_limit=PROGRESS_PAGE)
         size = len(json.dumps(dict(ProgressOutput(progress).data), default=str).encode())

@@ -79,7 +79,7 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
     from django.utils import timezone
 
     from annotation.models import Assignment, Item, Judgment, Study
-    from annotation.services.assignment import holding_filter, places_recount
+    from annotation.services.places import holding_filter, places_recount
 
     study = Study.objects.get(pk=study_id)
     sent = {s.assignment_id: s for log in logs for s in log.submissions}

@@ -22,12 +22,12 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from .. import selectors
 from ..access import OwnedObjectsMixin
 from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
 from ..importers.background import inline_max_bytes
 from ..models import ItemImport, Judgment, Rater, Study
+from ..selectors import researcher as selectors
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import config_problems
 from ..task_types import get_task_type

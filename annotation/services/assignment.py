@@ -9,12 +9,9 @@ SQLite the settings open every transaction with ``BEGIN IMMEDIATE``, which
 serialises writers.
 
 The cost of finding the next item does not grow with the study. Each regular
-item keeps how many places are taken (``Item.places_taken``: people's
-assignments that are leased or done), changed only under the item's row lock.
-A lease holds its place until it is released: an expired lease is released
-lazily, by the first request that wants the place (a rater whose walk meets
-the item, or a late answer), under the same lock; until then its rater may
-come back and carry on. Each rater walks the item positions in their own
+item keeps how many places are taken (``Item.places_taken``), taken and given
+back in :mod:`annotation.services.places`; what a lease is and when it expires
+is :mod:`annotation.services.leases`. This module is the hand-out. Each rater walks the item positions in their own
 reproducible order (``ordering.ItemWalk``); ``Enrollment.walked`` says how far,
 so the next items are a lookup of a few positions in the item index. When the
 walk is over, items that came free behind it are found through the index of
@@ -28,20 +25,26 @@ expired lease is locked with SKIP LOCKED: if its rater is answering it right
 now, it keeps its place.
 """
 
-from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Rater, Study
-from ..plainsql import fetch, insert, shape, table, update
+from ..plainsql import insert, update
 from ..task_types import get_task_type
+from .leases import lease_expiry, lease_resume
 from .ordering import ItemWalk, candidate_rng
+from .places import (
+    expired_leases,
+    lock_item,
+    rater_takes_place,
+    take_free_place,
+    take_place,
+    takes_place,
+)
 
 # Walk steps looked up per query: the first few usually hold an item with room; further on, where
 # the study is fuller, more at a time. Each step costs a permutation in Python and a key in the query.
@@ -60,29 +63,11 @@ class NextItem:
     # this rater could still get is leased to someone else and may come free.
     reason: str = ""
 
-
-def _lease_seconds() -> int:
-    return settings.FUNNYBONE_LEASE_SECONDS
-
-
-def takes_place(path: str = "rater") -> Q:
-    """Whose assignments take a place under the quota: people's. Judges and previews never do."""
-    return Q(**{f"{path}__kind__in": HUMAN_KINDS})
-
-
-def holding_filter(now: datetime) -> Q:
-    """Assignments that hold an item now: done, or leased and not expired, by a person.
-
-    An expired lease not yet released still counts in ``Item.places_taken``
-    (it is released when someone wants the place), so places_taken >= holders.
-    """
-    held = Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
-    return held & takes_place()
-
-
-def _takes_place(rater: Rater) -> bool:
-    # A preview walks through every item whatever the quota and holds no place; nor do judges.
-    return rater.is_human
+    @property
+    def finished(self) -> bool:
+        """The rater is finished for good: nothing will come (unlike "waiting", "busy" or "closed",
+        where the study's closing ends the session, not the rater)."""
+        return self.assignment is None and self.reason in {"exhausted", "cap_reached", "ended"}
 
 
 def candidate_keys(item: Item) -> list[str]:
@@ -101,82 +86,6 @@ def _candidate_order(study: Study, rater: Rater, item: Item, trial: int = 0) -> 
     if not keys:
         return []
     return task_type.display_order(keys, candidate_rng(study=study, rater_id=rater.pk, item_id=item.pk, trial=trial))
-
-
-def _lock_item(item_id: int, *, wait: bool = False) -> Item | None:
-    """Lock one item row; unless told to wait, None when another transaction holds it."""
-    return Item.objects.select_for_update(skip_locked=not wait).filter(pk=item_id).first()
-
-
-def _expired_leases(now: datetime) -> Q:
-    return Q(state=Assignment.State.LEASED, lease_expires_at__lte=now) & takes_place()
-
-
-def release_expired(item: Item, now: datetime) -> int:
-    """Give back the places of the item's expired leases; the caller holds the item's row lock.
-
-    A lease whose rater is answering it right now (its row is locked) keeps its place.
-    Updates ``item.places_taken`` in memory too. Returns how many were released.
-    """
-    expired = list(
-        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(_expired_leases(now), item_id=item.pk)
-        .values_list("pk", flat=True)
-    )
-    if not expired:
-        return 0
-    Assignment.objects.filter(pk__in=expired).update(state=Assignment.State.RELEASED)
-    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") - len(expired))
-    item.places_taken -= len(expired)
-    return len(expired)
-
-
-def take_place(item: Item, quota: int, now: datetime) -> bool:
-    """Take one of the locked item's places if one is free (after releasing expired leases)."""
-    if item.places_taken >= quota:
-        release_expired(item, now)
-    if item.places_taken >= quota:
-        return False
-    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") + 1)
-    item.places_taken += 1
-    return True
-
-
-def places_add(assignments: list[Assignment]) -> None:
-    """Count the places that assignments written elsewhere (imported answers, done) take.
-
-    Only people's assignments of regular items take one. Items already full
-    stay full (an import may bring more answers than the quota; nothing new is
-    handed out for them).
-    """
-    per_item = Counter(a.item_id for a in assignments if a.rater.kind in HUMAN_KINDS and not a.item.is_attention_check)
-    by_count: dict[int, list[int]] = {}
-    for item_id, n in per_item.items():
-        by_count.setdefault(n, []).append(item_id)
-    for n, item_ids in by_count.items():
-        Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
-
-
-def _current_lease(enrollment: Enrollment, now: datetime) -> Assignment | None:
-    """The rater's open assignment, renewed if it has expired but still holds its place."""
-    current = (
-        Assignment.objects.filter(study=enrollment.study, rater=enrollment.rater, state=Assignment.State.LEASED)
-        .select_related("item")
-        .order_by("sequence")
-        .first()
-    )
-    if current is None or current.lease_expires_at > now:
-        return current
-    # Expired but not released: it still holds its place. Renew it unless someone released it
-    # meanwhile (release_expired locks it first, so this update then waits and finds it released).
-    expires = now + timedelta(seconds=_lease_seconds())
-    renewed = Assignment.objects.filter(pk=current.pk, state=Assignment.State.LEASED).update(
-        leased_at=now, lease_expires_at=expires
-    )
-    if not renewed:
-        return None
-    current.leased_at, current.lease_expires_at = now, expires
-    return current
 
 
 def _wants_attention_check(study: Study, sequence: int) -> bool:
@@ -203,41 +112,18 @@ def _lease_if_room(
     the transaction ends), so a request never waits for one item while holding
     another that a second request, waiting the other way round, needs.
     """
-    if not wait and _takes_place(rater):
-        item = _take_free_place(item_id, study.quota_per_item)
+    if not wait and rater_takes_place(rater):
+        item = take_free_place(item_id, study.quota_per_item)
         if item is not None:
             return _create(study, rater, item, sequence, now, shown_at=shown_at), False
     savepoint = transaction.savepoint_create()
-    item = _lock_item(item_id, wait=wait)
-    if item is not None and (not _takes_place(rater) or take_place(item, study.quota_per_item, now)):
+    item = lock_item(item_id, wait=wait)
+    if item is not None and (not rater_takes_place(rater) or take_place(item, study.quota_per_item, now)):
         assignment = _create(study, rater, item, sequence, now, shown_at=shown_at)
         transaction.savepoint_commit(savepoint)
         return assignment, False
     transaction.savepoint_rollback(savepoint)
     return None, item is None
-
-
-def _take_free_place(item_id: int, quota: int) -> Item | None:
-    """Lock the item and take one of its places in one statement, if it is free now and has room.
-
-    None when another transaction holds the item or it has no free place (an
-    expired lease may still hold one); then nothing is locked, and the caller
-    finds out which through ``_lock_item`` and ``take_place``. PostgreSQL only:
-    elsewhere (SQLite, whose writers are serialised anyway) it always answers None.
-    """
-    if connection.vendor != "postgresql":
-        return None
-    i = shape(Item, "i")
-    # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
-    # change it between there and the UPDATE, which therefore always takes the place.
-    found = fetch(
-        f"UPDATE {table(Item)} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("  # noqa: S608 - fixed text
-        f"SELECT id FROM {table(Item)} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
-        f" RETURNING {i.select}",
-        [item_id, quota],
-        i,
-    )
-    return None if found is None else found[0]
 
 
 def _create(
@@ -251,7 +137,7 @@ def _create(
             sequence=sequence,
             shown_order=_candidate_order(study, rater, item),
             leased_at=now,
-            lease_expires_at=now + timedelta(seconds=_lease_seconds()),
+            lease_expires_at=lease_expiry(now),
             shown_at=shown_at,
         )
     )
@@ -314,7 +200,7 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
         return NextItem(None, "ended")
     sequence, done_regular, leased = _mine(enrollment)
     if leased:
-        current = _current_lease(enrollment, now)
+        current = lease_resume(enrollment, now)
         if current is not None:
             return NextItem(current)
     if not study.is_open:
@@ -342,7 +228,7 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
                 break
     if assignment is not None:
         return NextItem(assignment)
-    if _takes_place(rater) and _may_free_up(study, rater, now):
+    if rater_takes_place(rater) and _may_free_up(study, rater, now):
         # Not finished: squatters' leases run out, and the rater must be there to take the items.
         return NextItem(None, "waiting")
     return NextItem(None, "exhausted")
@@ -370,7 +256,7 @@ def _with_room(study: Study, rater: Rater) -> QuerySet[Item]:
     rows = Item.objects.filter(study=study, is_attention_check=False).filter(
         ~Exists(Assignment.objects.filter(rater=rater, item=OuterRef("pk")))
     )
-    if not _takes_place(rater):
+    if not rater_takes_place(rater):
         return rows
     return rows.filter(places_taken__lt=study.quota_per_item)
 
@@ -390,7 +276,7 @@ def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) ->
         f" AND NOT EXISTS (SELECT 1 FROM {assignment} m WHERE m.rater_id = %s AND m.item_id = i.id)"
     )
     params: list = [study.pk, False, *positions, rater.pk]
-    if _takes_place(rater):
+    if rater_takes_place(rater):
         kinds = ", ".join(["%s"] * len(HUMAN_KINDS))
         sql += (
             f" AND (i.places_taken < %s OR EXISTS (SELECT 1 FROM {assignment} x JOIN {rater_table} r"  # noqa: S608
@@ -461,10 +347,10 @@ def _after_walk(
     rows = set(
         _with_room(study, rater).order_by("places_taken", "position").values_list("pk", "position")[:AFTER_WALK_BATCH]
     )
-    if _takes_place(rater):
+    if rater_takes_place(rater):
         # Full items whose places an expired lease still holds (not in the room index).
         lapsed = (
-            Assignment.objects.filter(_expired_leases(now), study=study, item__is_attention_check=False)
+            Assignment.objects.filter(expired_leases(now), study=study, item__is_attention_check=False)
             .exclude(item__in=Assignment.objects.filter(study=study, rater=rater).values("item_id"))
             .values_list("item_id", "item__position")
         )
@@ -503,28 +389,6 @@ def _may_free_up(study: Study, rater: Rater, now: datetime) -> bool:
     )
 
 
-def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, int]]:
-    """Recount each regular item's places from its assignments: {item id: (stored, recounted)} where they differ.
-
-    The counter is written only under the item's lock, so this should always be
-    empty; ``fix`` writes the recounted values (run it with the study closed).
-    """
-    held = Q(assignments__state__in=[Assignment.State.LEASED, Assignment.State.DONE]) & takes_place(
-        "assignments__rater"
-    )
-    rows = (
-        Item.objects.filter(study=study, is_attention_check=False)
-        .annotate(recounted=Coalesce(Count("assignments", filter=held), 0))
-        .exclude(places_taken=F("recounted"))
-        .values_list("pk", "places_taken", "recounted")
-    )
-    drift = {pk: (stored, recounted) for pk, stored, recounted in rows}
-    if fix:
-        for pk, (_stored, recounted) in drift.items():
-            Item.objects.filter(pk=pk).update(places_taken=recounted)
-    return drift
-
-
 def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int = 0) -> Assignment:
     """The (judge, item, trial) assignment, created once; judges are not bound by the quota."""
     now = timezone.now()
@@ -537,7 +401,7 @@ def assignment_for_judge(*, study: Study, rater: Rater, item: Item, trial: int =
             "sequence": item.position,
             "shown_order": _candidate_order(study, rater, item, trial),
             "leased_at": now,
-            "lease_expires_at": now + timedelta(seconds=_lease_seconds()),
+            "lease_expires_at": lease_expiry(now),
         },
     )
     return assignment
@@ -567,7 +431,7 @@ def assignments_for_judge(
     if not missing:
         return found, set()
     now = timezone.now()
-    expires = now + timedelta(seconds=_lease_seconds())
+    expires = lease_expiry(now)
     # No ignore_conflicts, so the new rows come back with their ids: a judge's (item, trial) is worked
     # by one unit at a time, and a conflict (two runs of one judge at once) raises IntegrityError
     # for the caller to work its batch one by one.

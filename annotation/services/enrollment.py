@@ -4,12 +4,13 @@ import re
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import AbstractBaseUser, Permission
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from ..api.permissions import is_researcher
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
 
 CROWD_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
@@ -18,6 +19,11 @@ TEMPLATED_ID = re.compile(r"\{\{|\}\}|%[^%]*%|<[^>]*>|\$\{|^\{.*\}$")
 # What any platform's participant id looks like: no spaces, no markup, a sane length.
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,99}$")
 PROLIFIC_ID = re.compile(r"^[0-9a-fA-F]{24}$")
+
+
+def prolific_id_normal(participant_id: str) -> str:
+    """The one spelling of a Prolific id (24 hex digits): lower case, as Prolific writes it."""
+    return participant_id.lower()
 
 
 def participant_id_check(*, study: Study, participant_id: str) -> str:
@@ -34,6 +40,8 @@ def participant_id_check(*, study: Study, participant_id: str) -> str:
             raise ValidationError(
                 gettext("This is not a Prolific participant id (24 letters a-f and digits)."), code="shape"
             )
+        # A hex number is the same whatever its case: one worker, one rater (Prolific writes them in lower case).
+        return prolific_id_normal(participant_id)
     elif not PARTICIPANT_ID.match(participant_id):
         raise ValidationError(
             gettext(
@@ -125,6 +133,11 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser) -> Enro
         existing = Rater.objects.filter(user=user).first()
         if invitation.rater_id and (existing is None or invitation.rater_id != existing.pk):
             raise ValidationError(gettext("This invitation was already accepted by someone else."))
+        if existing is None and is_researcher(user):
+            # An account with no rater is a researcher's (is_researcher); the expert rater made
+            # next would take that away, and with it her studies' pages and the API. Write down
+            # what she is, so rating for a colleague adds a role and removes none.
+            researcher_keep(user=user)
         rater = existing or expert_rater(user=user)
         if invitation.rater_id is None:
             invitation.rater = rater
@@ -143,7 +156,17 @@ def expert_account_create(
     user_model = get_user_model()
     with transaction.atomic():
         user = user_model.objects.create_user(username=username, email=email, password=password, first_name=name)
+        expert_rater(user=user)  # an expert's account from the start, never a researcher's
         return user, invitation_accept(invitation=invitation, user=user)
+
+
+def researcher_keep(*, user: AbstractBaseUser) -> None:
+    """Give the account the researcher's permission ("Can add study"), which a rater of its own does not undo."""
+    permission = Permission.objects.get(content_type__app_label="annotation", codename="add_study")
+    user.user_permissions.add(permission)
+    # Django caches an account's permissions on the instance: read them afresh next time.
+    for cached in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cached, None)
 
 
 def enrollment_consent(*, enrollment: Enrollment) -> Enrollment:

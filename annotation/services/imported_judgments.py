@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..task_types import get_task_type
-from .assignment import places_add
 from .judgments import apply_attention_policy
+from .places import places_add
 from .studies import ImportErrors
 
 IMPORTED_KINDS = (Rater.Kind.EXPERT, Rater.Kind.CROWD)

@@ -12,7 +12,8 @@ from django.utils.translation import gettext
 from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..plainsql import fetch, for_update, insert, shape, table, update
 from ..task_types import get_task_type
-from .assignment import NextItem, candidate_keys, next_assignment, take_place
+from .assignment import NextItem, candidate_keys, next_assignment
+from .places import take_place
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,21 @@
-"""Keeping an item while its page is open: the short annotator lease and its renewal.
+"""What a lease is and when it expires: the short annotator lease, its renewal and its resumption.
 
 A lease is short (``FUNNYBONE_LEASE_SECONDS``, three minutes by default), so an
 item whose page was closed goes back to the others within minutes. An open item
 page renews it by itself every ``heartbeat_seconds()`` (a third of the lease:
 two missed beats, say from a throttled background tab, still keep the item).
 
+Every lease's expiry is ``lease_expiry(now)``: a new lease (``services.assignment``,
+the judges' assignments too), a renewal by the heartbeat (``lease_renew``) and a
+returning rater's lapsed lease taken up again (``lease_resume``).
+
 Renewal touches only the rater's own leased assignment in this study; how the
-next item is chosen stays in :mod:`annotation.services.assignment`. There a
-lease holds its place in ``Item.places_taken`` until a request that wants the
-place releases it, under the item's lock: so a lapsed lease that is still
-leased can simply be extended, and a released one is lost. Lock order as there:
-the rater's enrollment, then the item, then the assignment.
+next item is chosen stays in :mod:`annotation.services.assignment`, and the
+places a lease holds in :mod:`annotation.services.places`. A lease holds its
+place in ``Item.places_taken`` until a request that wants the place releases
+it, under the item's lock: so a lapsed lease that is still leased can simply be
+extended, and a released one is lost. Lock order as there: the rater's
+enrollment, then the item, then the assignment.
 """
 
 from dataclasses import dataclass
@@ -25,6 +30,11 @@ from ..models import Assignment, Enrollment, Item
 
 def lease_seconds() -> int:
     return settings.FUNNYBONE_LEASE_SECONDS
+
+
+def lease_expiry(now: datetime) -> datetime:
+    """When a lease taken or renewed at ``now`` runs out."""
+    return now + timedelta(seconds=lease_seconds())
 
 
 def heartbeat_seconds() -> int:
@@ -74,6 +84,31 @@ def lease_renew(*, enrollment: Enrollment, assignment_id: int, now: datetime | N
             still = Assignment.objects.filter(pk=assignment.pk).values_list("state", flat=True).first()
             if still != Assignment.State.LEASED:
                 return Renewal(False, "lost" if still != Assignment.State.DONE else "done")
-        expires_at = now + timedelta(seconds=lease_seconds())
+        expires_at = lease_expiry(now)
         Assignment.objects.filter(pk=assignment.pk).update(lease_expires_at=expires_at)
         return Renewal(True, expires_at=expires_at)
+
+
+def lease_resume(enrollment: Enrollment, now: datetime) -> Assignment | None:
+    """The rater's open assignment, renewed if it has expired but still holds its place.
+
+    The caller holds the rater's enrollment lock (``next_assignment``).
+    """
+    current = (
+        Assignment.objects.filter(study=enrollment.study, rater=enrollment.rater, state=Assignment.State.LEASED)
+        .select_related("item")
+        .order_by("sequence")
+        .first()
+    )
+    if current is None or current.lease_expires_at > now:
+        return current
+    # Expired but not released: it still holds its place. Renew it unless someone released it
+    # meanwhile (release_expired locks it first, so this update then waits and finds it released).
+    expires = lease_expiry(now)
+    renewed = Assignment.objects.filter(pk=current.pk, state=Assignment.State.LEASED).update(
+        leased_at=now, lease_expires_at=expires
+    )
+    if not renewed:
+        return None
+    current.leased_at, current.lease_expires_at = now, expires
+    return current

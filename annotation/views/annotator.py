@@ -24,14 +24,14 @@ from django_htmx.http import HttpResponseClientRedirect
 from ..access import owned_by
 from ..languages import in_language, items_language, platform_text
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
+from ..outcomes import DECLINED, end_page, session_outcome
 from ..protocols import template_of
 from ..ratelimit import entry_rate_limited
-from ..selectors import (
+from ..selectors.annotator import (
     annotator_progress,
     enrollment_by_token,
     has_done_enough,
     leaderboard_prompts,
-    outcome_for,
     shown_item,
     study_is_full,
     vote_leaderboard,
@@ -53,8 +53,6 @@ from ..task_types.free_text import edit_segments
 
 SESSION_KEY = "funnybone_enrollments"
 ENTRY_PARAMS = ("STUDY_ID", "SESSION_ID")
-# Reasons next_assignment gives that mean the rater is finished for good.
-FINISHED = {"exhausted", "cap_reached", "ended"}
 LEADERBOARD_PROMPTS_SHOWN = 50
 # How often the "more items may free up" page asks again (htmx polling).
 WAITING_RETRY_SECONDS = 15
@@ -344,8 +342,11 @@ def declined(request: HttpRequest, entry_token: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.exclude(state=Study.State.DRAFT), entry_token=entry_token)
     enrollment = _enrollment_in_session(request, entry_token)
     # The declined code only for someone who did decline in this browser, not for anyone typing the URL.
-    outcome = outcome_for(study=study, outcome="declined") if enrollment and enrollment.declined_at else None
-    context = {"study": study, "outcome": outcome, "language": _language(study)}
+    declined_here = enrollment is not None and enrollment.declined_at is not None
+    page = end_page(
+        outcome=DECLINED, study=study, rater=enrollment.rater if enrollment else None, with_code=declined_here
+    )
+    context = {"study": study, "page": page, "language": _language(study)}
     return render(request, "annotation/declined.html", context)
 
 
@@ -411,7 +412,7 @@ def item(request: HttpRequest, entry_token: str) -> HttpResponse:
         # Asked afresh, outside the answer's transaction: free to wait for an item another request holds.
         nxt = next_assignment(enrollment=enrollment, shown=True)
     if nxt.assignment is None:
-        if nxt.reason in FINISHED:
+        if nxt.finished:
             enrollment_complete(enrollment=enrollment)
         if nxt.reason == "waiting":
             return _waiting(request, enrollment, notice=error)
@@ -479,18 +480,10 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
     study, enrollment = found
     if (step := _step(enrollment)) != "done":
         return _to_step(request, study, step)
-    if enrollment.ended_early:
-        outcome = "ended"
-    elif enrollment.completed_at is None:
-        outcome = "closed"
-    elif has_done_enough(enrollment=enrollment):
-        outcome = "complete"
-    else:
-        outcome = "empty"
+    outcome = session_outcome(enrollment=enrollment, done_enough=lambda: has_done_enough(enrollment=enrollment))
     context = {
         "study": study,
-        "outcome": outcome,
-        "code": outcome_for(study=study, outcome=outcome),
+        "page": end_page(outcome=outcome, study=study, rater=enrollment.rater),
         "leaderboard_url": _leaderboard_url(study),
         "language": _language(study),
         "preview": enrollment.rater.is_preview,

@@ -20,8 +20,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
+from ..api.permissions import is_researcher
 from ..expert_panel import expert_studies
-from ..forms import ExpertSignupForm
+from ..forms import USERNAME_UNUSABLE, ExpertSignupForm
 from ..languages import in_language
 from ..models import Invitation
 from ..ratelimit import entry_rate_limited
@@ -83,7 +84,11 @@ def invitation_entry(request: HttpRequest, token: str) -> HttpResponse:
         return _start(request, invitation)  # back again: resume
     if request.method == "POST" and request.POST.get("decision") == "accept":
         return _start(request, invitation)
-    return _page(request, invitation, mode="accept", status=400 if request.method == "POST" else 200)
+    # Said before she accepts: a researcher's account stays one (invitation_accept keeps it so).
+    researcher = is_researcher(request.user)
+    return _page(
+        request, invitation, mode="accept", researcher=researcher, status=400 if request.method == "POST" else 200
+    )
 
 
 def _sign_up(request: HttpRequest, invitation: Invitation) -> HttpResponse:
@@ -103,7 +108,7 @@ def _sign_up(request: HttpRequest, invitation: Invitation) -> HttpResponse:
         except ValidationError:
             return _taken(request)  # someone else accepted it a moment ago
         except IntegrityError:
-            form.add_error("username", _("This username was taken a moment ago. Please choose another."))
+            form.add_error("username", USERNAME_UNUSABLE)
         else:
             login(request, user, backend=MODEL_BACKEND)
             _remember(request, enrollment)

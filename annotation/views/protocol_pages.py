@@ -8,7 +8,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from .. import selectors
 from ..access import owned_study_or_404
 from ..importers import FileProblem, item_import_start
 from ..models import ItemImport
@@ -16,6 +15,7 @@ from ..protocols import TEMPLATES, study_from_template, template_of
 from ..protocols.oogiri import VOTING
 from ..protocols.oogiri_benchmark import benchmark_tasks_build
 from ..protocols.semeval import EDITING, GRADING, grading_items_from_edits
+from ..selectors import researcher as selectors
 from .researcher import researcher_required
 
 

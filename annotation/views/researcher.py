@@ -19,7 +19,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from .. import selectors
 from ..access import owned_study_or_404
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
@@ -27,6 +26,8 @@ from ..expert_panel import invitations_with_progress
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
 from ..importers import FileProblem, item_import_start
 from ..models import AuditEntry, ItemImport, Study
+from ..selectors import researcher as selectors
+from ..selectors.annotator import study_is_full
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import study_file_json_chunks, study_file_yaml_chunks
@@ -298,6 +299,14 @@ def invitation_new(request: HttpRequest, pk: int) -> HttpResponse:
             )
         link = request.build_absolute_uri(reverse("annotator:invite", args=[invitation.token]))
         messages.success(request, f"Invitation created: {link}")
+        if study_is_full(study=study):
+            # Said now, not discovered by the expert after making an account for nothing.
+            messages.warning(
+                request,
+                f"This study has no place left for a new expert: every item already has the {study.quota_per_item} "
+                "answers its quota asks for, so the expert would find nothing to rate. Raise the answers per item "
+                "in the settings to make room for them.",
+            )
     else:
         for errors in form.errors.values():
             for message in errors:

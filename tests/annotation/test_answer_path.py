@@ -14,11 +14,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Rater
-from annotation.selectors import study_is_full
-from annotation.services.assignment import assignment_for_judge, next_assignment, places_recount, release_expired
+from annotation.selectors.annotator import study_is_full
+from annotation.services.assignment import assignment_for_judge, next_assignment
 from annotation.services.enrollment import enroll_crowdworker, enroll_preview
 from annotation.services.judgments import judgment_submit
 from annotation.services.ordering import ItemWalk
+from annotation.services.places import places_recount, release_expired
 from annotation.services.studies import ItemSpec, items_create
 
 from .test_annotator_flow import assignment_from, begin, csrf_from, fresh_rate_limits, url  # noqa: F401

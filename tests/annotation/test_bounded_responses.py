@@ -229,7 +229,7 @@ class TestLeaderboardPages:
 
 class TestStudyList:
     def test_counts_do_not_multiply_items_by_judgments(self, client, researcher, half_judged):
-        from annotation.selectors import studies_owned
+        from annotation.selectors.researcher import studies_owned
 
         with CaptureQueriesContext(connection) as queries:
             (listed,) = studies_owned(user=researcher)

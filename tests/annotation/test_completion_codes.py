@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Assignment, Enrollment, Judgment
-from annotation.selectors import study_progress
+from annotation.selectors.researcher import study_progress
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import judgment_submit

@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from annotation.models import Enrollment, Judgment, Rater
-from annotation.selectors import studies_owned, study_judgments, study_progress
+from annotation.selectors.researcher import studies_owned, study_judgments, study_progress
 from ratings.exports.csv_jsonl import write_csv
 from ratings.selectors import analysable_judgments, study_raters
 from tests.annotation.test_annotator_flow import answer_all, begin, csrf_from, post_from_page, url

@@ -7,12 +7,13 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.expert_panel import expert_studies, invitations_with_progress
+from annotation.forms import USERNAME_UNUSABLE
 from annotation.models import Enrollment, Invitation, Judgment, Rater
 from annotation.services.assignment import next_assignment
-from annotation.services.enrollment import invitation_accept, invitation_create
+from annotation.services.enrollment import expert_rater, invitation_accept, invitation_create
 from annotation.services.judgments import judgment_submit
 from annotation.services.studies import study_set_state
-from tests.annotation.test_annotator_flow import csrf_from, url
+from tests.annotation.test_annotator_flow import csrf_from, post_from_page, url
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +29,10 @@ def fresh_rate_limits():
 
 @pytest.fixture
 def expert(db):
-    return get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123", first_name="Erin")
+    # An expert's account as sign-up makes it: with its expert rater (a bare account is a researcher's).
+    user = get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123", first_name="Erin")
+    expert_rater(user=user)
+    return user
 
 
 def invite_url(invitation) -> str:
@@ -87,7 +91,7 @@ class TestSignUpFromTheLink:
             ({"password2": "something-else-2026"}, "password2", "didn’t match"),
             ({"password1": "erin-e-2026", "password2": "erin-e-2026"}, "password2", "too similar"),
             ({"name": ""}, "name", "required"),
-            ({"username": "rita"}, "username", "already exists"),
+            ({"username": "rita"}, "username", "cannot be used"),
         ],
     )
     def test_it_refuses_a_bad_account_with_the_fields_message_and_writes_nothing(
@@ -133,6 +137,44 @@ class TestSignUpFromTheLink:
         assert client.get("/invite/not-a-real-token/").status_code == 404
 
 
+class TestSignUpDoesNotSayWhichUsernamesExist:
+    """Someone holding an invitation link must not learn from the form which accounts exist."""
+
+    def errors(self, client, invitation, **fields) -> dict:
+        response = sign_up(client, invitation, **fields)
+        assert response.status_code == 400
+        return {field: list(messages) for field, messages in response.context["form"].errors.items()}
+
+    def test_a_probe_with_a_bad_password_reads_the_same_for_a_taken_and_a_free_username(
+        self, client, make_study, researcher
+    ):
+        invitation = invitation_create(study=make_study())
+        bad = {"password1": "short", "password2": "short"}
+        taken = self.errors(client, invitation, username=researcher.username, **bad)
+        free = self.errors(client, invitation, username="nobody-has-this-name", **bad)
+        assert taken == free and "username" not in taken
+        assert not get_user_model().objects.filter(username="nobody-has-this-name").exists()
+
+    def test_a_taken_username_in_any_case_gets_a_message_that_does_not_say_it_exists(
+        self, client, make_study, researcher
+    ):
+        invitation = invitation_create(study=make_study())
+        for spelling in (researcher.username, researcher.username.upper()):
+            (message,) = self.errors(client, invitation, username=spelling)["username"]
+            assert message == str(USERNAME_UNUSABLE)
+            assert "exist" not in message and "taken" not in message
+        invitation.refresh_from_db()
+        assert invitation.rater is None
+
+    def test_a_username_taken_a_moment_ago_reads_the_same(self, client, make_study, monkeypatch):
+        # Free when the form checked it, taken by another request before the insert.
+        invitation = invitation_create(study=make_study())
+        get_user_model().objects.create_user("racer", password=GOOD_PASSWORD)
+        monkeypatch.setattr("annotation.forms.username_unusable", lambda username: False)
+        (message,) = self.errors(client, invitation, username="racer")["username"]
+        assert message == str(USERNAME_UNUSABLE)
+
+
 class TestSignInAndAccept:
     def test_a_signed_in_expert_accepts_with_a_click(self, client, make_study, expert):
         study = make_study()
@@ -141,7 +183,8 @@ class TestSignInAndAccept:
         page = client.get(invite_url(invitation))
         assert page.status_code == 200
         assert "You are signed in as erin." in page.content.decode()
-        assert not Rater.objects.exists()  # opening the link accepts nothing
+        assert 'id="researcher-account"' not in page.content.decode()  # an expert's account, not a researcher's
+        assert not Enrollment.objects.exists()  # opening the link accepts nothing
         response = client.post(invite_url(invitation), {"decision": "accept"})
         assert response["Location"] == url(study, "consent")
         enrollment = Enrollment.objects.get(study=study)
@@ -228,7 +271,7 @@ class TestSignInAndAccept:
         for response in (other.get(invite_url(invitation)), other.post(invite_url(invitation), {"decision": "accept"})):
             assert response.status_code == 403
             assert "already accepted" in response.content.decode()
-        assert not Rater.objects.filter(user=expert).exists()
+        assert not Invitation.objects.filter(rater__user=expert).exists()
 
     def test_two_accepts_of_one_link_leave_one_expert(self, make_study, expert, researcher):
         from django.core.exceptions import ValidationError
@@ -343,3 +386,37 @@ class TestResearcherSeesThePanel:
         owner.force_login(study.owner)
         owner.post(reverse("researcher:invitation_new", args=[study.pk]), {"name": "Prof. Ha Ha", "email": ""})
         assert Invitation.objects.get().name == "Prof. Ha Ha"
+
+
+class TestAResearcherWhoRatesForAColleague:
+    """A researcher accepting an expert invitation keeps her researcher account (the pages and the API)."""
+
+    def test_the_invitation_page_tells_her_that_her_account_stays_a_researchers(
+        self, client, make_study, other_researcher, researcher
+    ):
+        invitation = invitation_create(study=make_study(owner=other_researcher))
+        client.force_login(researcher)
+        page = client.get(invite_url(invitation)).content.decode()
+        assert 'id="researcher-account"' in page and "your own studies, the researcher pages and the API stay" in page
+
+    def test_after_accepting_her_studies_page_and_the_api_still_answer(
+        self, client, make_study, other_researcher, researcher
+    ):
+        # Rita has no study of her own yet: nothing but her account said she was a researcher.
+        study = make_study(owner=other_researcher)
+        invitation = invitation_create(study=study)
+        client.force_login(researcher)
+        accepted = post_from_page(client, invite_url(invitation), {"decision": "accept"})
+        assert accepted.status_code == 302 and accepted["Location"] == url(study, "consent")
+        assert client.get(reverse("researcher:study_list")).status_code == 200
+        assert client.get(reverse("api:study_list")).status_code == 200
+        # And she is the study's expert too.
+        assert Enrollment.objects.get(study=study).rater.user == researcher
+        assert client.get(url(study, "consent")).status_code == 200
+
+    def test_an_expert_account_made_by_the_link_is_no_researcher(self, make_study):
+        study = make_study()
+        client = Client()
+        assert sign_up(client, invitation_create(study=study)).status_code == 302
+        assert client.get(reverse("researcher:study_list")).status_code == 403
+        assert client.get(reverse("api:study_list")).status_code == 403

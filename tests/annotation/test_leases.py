@@ -1,17 +1,21 @@
 """The short annotator lease: renewed by the open item page, lost once someone else took the item."""
 
+import re
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Judgment
-from annotation.services.assignment import holding_filter, next_assignment, take_place
+from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker, enroll_preview
 from annotation.services.judgments import judgment_submit
 from annotation.services.leases import heartbeat_seconds, lease_renew
+from annotation.services.places import holding_filter, take_place
 from annotation.services.studies import ItemSpec, items_create, study_set_state
 from tests.annotation.test_annotator_flow import assignment_from, begin, csrf_from, url
 
@@ -312,3 +316,32 @@ class TestLeaseEndpoint:
         assert "went to someone else" in html and 'role="alert"' in html
         assert f'href="{url(study, "item")}"' in html
         assert not Judgment.objects.exists()
+
+
+class TestOneHomeForTheLeaseExpiry:
+    """When a lease runs out is decided in annotation.services.leases alone (``lease_expiry``)."""
+
+    SOURCES = ("annotation", "judging", "ratings")
+    HAND_MADE = re.compile(r"lease_expires_at\W+\s*(?:=|:)\s*[^\n,]*timedelta|FUNNYBONE_LEASE_SECONDS")
+
+    def test_no_module_but_the_lease_home_computes_an_expiry(self):
+        root = Path(settings.BASE_DIR)
+        found = [
+            f"{path.relative_to(root)}:{text.count(chr(10), 0, match.start()) + 1}"
+            for source in self.SOURCES
+            for path in (root / source).rglob("*.py")
+            if path.name != "leases.py" and "migrations" not in path.parts
+            for text in [path.read_text()]
+            for match in self.HAND_MADE.finditer(text)
+        ]
+        assert not found, f"use services.leases.lease_expiry: {found}"
+        assert self.HAND_MADE.search('"lease_expires_at": now + timedelta(seconds=_lease_seconds()),')
+
+    def test_a_returning_raters_lapsed_lease_runs_again_for_the_configured_time(self, make_study, settings):
+        settings.FUNNYBONE_LEASE_SECONDS = 77
+        study = make_study(n_items=2)
+        enrollment = enroll_crowdworker(study=study, participant_id="p1")
+        held = next_assignment(enrollment=enrollment).assignment
+        back = timezone.now() + timedelta(seconds=200)
+        resumed = next_assignment(enrollment=enrollment, now=back).assignment
+        assert resumed.pk == held.pk and resumed.lease_expires_at == back + timedelta(seconds=77)

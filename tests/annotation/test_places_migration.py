@@ -10,7 +10,7 @@ from django.utils import timezone
 from annotation.models import Assignment as CurrentAssignment
 from annotation.models import Item as CurrentItem
 from annotation.models import Study as CurrentStudy
-from annotation.services.assignment import places_recount
+from annotation.services.places import places_recount
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

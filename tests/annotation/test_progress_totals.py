@@ -15,10 +15,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import HUMAN_KINDS, Assignment, Enrollment, Item, Judgment, Rater
-from annotation.selectors import study_progress
-from annotation.services.assignment import assignment_for_judge, next_assignment, places_recount
+from annotation.selectors.researcher import study_progress
+from annotation.services.assignment import assignment_for_judge, next_assignment
 from annotation.services.enrollment import enroll_crowdworker, enroll_preview, enrollment_complete
 from annotation.services.judgments import judgment_submit
+from annotation.services.places import places_recount
 from annotation.services.studies import ItemSpec, items_create
 
 pytestmark = pytest.mark.django_db

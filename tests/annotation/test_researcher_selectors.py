@@ -3,7 +3,7 @@
 import pytest
 
 from annotation.models import Rater
-from annotation.selectors import studies_owned, study_judgments, study_progress
+from annotation.selectors.researcher import studies_owned, study_judgments, study_progress
 from annotation.services.assignment import assignment_for_judge, next_assignment
 from annotation.services.enrollment import enroll_crowdworker, enrollment_complete
 from annotation.services.judgments import judgment_submit

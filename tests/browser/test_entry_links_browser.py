@@ -5,7 +5,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from annotation.models import Judgment, Rater
-from annotation.selectors import study_progress
+from annotation.selectors.researcher import study_progress
 from tests.conftest import build_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -4,6 +4,7 @@ import pytest
 from django.core.cache import cache
 
 from annotation.models import Invitation, Judgment, Rater
+from tests.annotation.test_completion_codes import fill_up
 from tests.browser.test_entry_links_browser import logged_in
 from tests.conftest import build_study
 
@@ -31,6 +32,16 @@ def rate_one(page, key: str) -> None:
     settled(page)
 
 
+def invite(page, live_server, researcher, study, name: str) -> str:
+    """The researcher creates an invitation on the study page; its link, as the page shows it to copy."""
+    logged_in(page, live_server, researcher)
+    page.goto(f"{live_server.url}/studies/{study.pk}/")
+    page.locator("#invitations").get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create invitation").click()
+    page.wait_for_url(f"**/studies/{study.pk}/#invitations")
+    return page.locator("#invitations input[readonly]").first.input_value()
+
+
 def test_an_invited_expert_creates_an_account_rates_and_resumes(live_server, chromium, researcher):
     study = build_study(researcher, n_items=4, quota_per_item=3, name="JEST-style panel")
 
@@ -38,12 +49,7 @@ def test_an_invited_expert_creates_an_account_rates_and_resumes(live_server, chr
     desk = chromium.new_context()
     page = desk.new_page()
     page.set_default_timeout(15_000)
-    logged_in(page, live_server, researcher)
-    page.goto(f"{live_server.url}/studies/{study.pk}/")
-    page.locator("#invitations").get_by_label("Name").fill("Dr. Erin Expert")
-    page.get_by_role("button", name="Create invitation").click()
-    page.wait_for_url(f"**/studies/{study.pk}/#invitations")
-    link = page.locator("#invitations input[readonly]").first.input_value()
+    link = invite(page, live_server, researcher, study, "Dr. Erin Expert")
     assert link == f"{live_server.url}/invite/{Invitation.objects.get().token}/"
 
     # A stranger opens it: no login form, but the study and a way to make an account.
@@ -106,3 +112,38 @@ def test_an_invited_expert_creates_an_account_rates_and_resumes(live_server, chr
     assert "Dr. Erin Expert" in row.inner_text() and "2 of 4" in row.inner_text()
     desk.close()
     assert Judgment.objects.filter(rater=rater).count() == 2
+
+
+def test_an_expert_invited_to_a_full_study_is_warned_of_and_told_so_in_expert_words(live_server, chromium, researcher):
+    study = build_study(researcher, n_items=2, quota_per_item=1, name="Full panel", no_work_code="NOWORK-7")
+    fill_up(study)
+
+    # The researcher is warned as she creates the invitation, not after the expert made an account.
+    desk = chromium.new_context()
+    page = desk.new_page()
+    page.set_default_timeout(15_000)
+    link = invite(page, live_server, researcher, study, "Dr. Late Expert")
+    assert "no place left for a new expert" in page.locator(".messages").inner_text()
+
+    # She sends it anyway; the expert makes an account and is told, in an expert's words, that nothing is left.
+    visit = chromium.new_context()
+    expert = visit.new_page()
+    expert.set_default_timeout(15_000)
+    expert.goto(link)
+    expert.locator("input[name=username]").fill("late")
+    expert.locator("input[name=password1]").fill(PASSWORD)
+    expert.locator("input[name=password2]").fill(PASSWORD)
+    expert.get_by_role("button", name="Create account and start").click()
+    expert.wait_for_url("**/done/")
+    text = expert.locator("main").inner_text()
+    assert expert.get_by_role("heading", name="No items left").is_visible()
+    assert "nothing for you to rate" in text and "researcher who invited you" in text
+    assert "site you came from" not in text and "Enough people" not in text
+    visit.close()
+
+    # Her table says what happened, not "0 of 2 · finished".
+    page.reload()
+    row = page.locator("#invitations tbody tr").first
+    assert "Dr. Late Expert" in row.inner_text()
+    assert "0 of 2 · nothing left to rate" in row.inner_text()
+    desk.close()

@@ -9,8 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Judgment
-from annotation.services.assignment import next_assignment, take_place
+from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
+from annotation.services.places import take_place
 from tests.conftest import build_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

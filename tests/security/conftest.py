@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from annotation.models import Invitation, ItemImport, Study
+from annotation.services.enrollment import expert_rater
 from judging.models import JudgeConfig, JudgeRun, PromptTemplate, Tournament
 from judging.services.judges import judge_create
 from judging.services.runs import run_create
@@ -74,7 +75,10 @@ def _fresh_rate_limits():
 
 @pytest.fixture
 def expert(db):
-    return get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123")
+    # An expert's account as sign-up makes it: with its expert rater (a bare account is a researcher's).
+    user = get_user_model().objects.create_user("erin", "erin@example.org", "erin-password-123")
+    expert_rater(user=user)
+    return user
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
 """Reads for the researcher pages and the API: studies, items, judgments and progress.
 
+(The annotator's own reads are in :mod:`annotation.selectors.annotator`.)
+
 Every count here is derived from the rows themselves by aggregate queries,
 except the progress page's per-item counts, which read ``Item.places_taken``
-(kept exactly under the item lock by services.assignment) and correct it by
+(kept exactly under the item lock by services.places) and correct it by
 the open leases; see ``_item_totals``.
 """
 
@@ -14,8 +16,8 @@ from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce, Least
 
-from .access import owned_by
-from .models import (
+from ..access import owned_by
+from ..models import (
     COUNTED_KINDS,
     HUMAN_KINDS,
     Assignment,
@@ -27,7 +29,7 @@ from .models import (
     Study,
     counted_raters,
 )
-from .services.assignment import takes_place
+from ..services.places import takes_place
 
 
 def _count_per_study(rows: QuerySet) -> Coalesce:
@@ -303,268 +305,3 @@ def study_progress(
         **totals,
         **raters,
     )
-
-
-# ---------------------------------------------------------------------------
-# Annotator side: what one rater may see of their own study.
-#
-# These helpers hand templates plain values built for display only: never a
-# candidate key, provenance, item metadata, a gold answer, nor anyone else's
-# answers (vote totals appear only on the closed-study leaderboard).
-# ---------------------------------------------------------------------------
-
-from collections import Counter as _Counter  # noqa: E402
-from collections import defaultdict as _defaultdict  # noqa: E402
-from dataclasses import dataclass as _dataclass  # noqa: E402
-
-from django.db import connection as _connection  # noqa: E402
-
-from .models import Assignment as _Assignment  # noqa: E402
-from .models import Enrollment as _Enrollment  # noqa: E402
-from .models import Item as _Item  # noqa: E402
-from .models import Judgment as _Judgment  # noqa: E402
-from .models import Rater as _Rater  # noqa: E402
-from .models import Study as _Study  # noqa: E402
-from .plainsql import fetch as _fetch  # noqa: E402
-from .plainsql import shape as _shape  # noqa: E402
-from .plainsql import table as _table  # noqa: E402
-from .services.assignment import takes_place as _takes_place  # noqa: E402
-
-
-def enrollment_by_token(*, enrollment_ids: list[int], entry_token: str) -> _Enrollment | None:
-    """Of these enrollments, the one in the study with this entry token (not a draft), read with its
-    study and rater in one query: every annotator request starts here. Plain SQL (``plainsql``)."""
-    if not enrollment_ids:
-        return None
-    e, s, r = (_shape(model, alias) for model, alias in ((_Enrollment, "e"), (_Study, "s"), (_Rater, "r")))
-    marks = ", ".join(["%s"] * len(enrollment_ids))
-    found = _fetch(
-        f"SELECT {e.select}, {s.select}, {r.select} FROM {_table(_Enrollment)} e"  # noqa: S608 - fixed text
-        f" JOIN {_table(_Study)} s ON s.id = e.study_id JOIN {_table(_Rater)} r ON r.id = e.rater_id"
-        f" WHERE e.id IN ({marks}) AND s.entry_token = %s AND s.state <> %s ORDER BY e.id LIMIT 1",
-        [*enrollment_ids, entry_token, _Study.State.DRAFT],
-        e,
-        s,
-        r,
-    )
-    if found is None:
-        return None
-    enrollment, study, rater = found
-    enrollment.study, enrollment.rater = study, rater
-    return enrollment
-
-
-@_dataclass(frozen=True)
-class ShownCandidate:
-    """A candidate as the rater sees it: its place on the page and its texts."""
-
-    position: int  # 0-based index into the assignment's shown_order; what the form posts
-    text: str
-    context: str
-
-    @property
-    def number(self) -> int:
-        return self.position + 1
-
-
-@_dataclass(frozen=True)
-class ShownItem:
-    prompt: str
-    text: str
-    candidates: list[ShownCandidate]
-
-
-def shown_item(*, assignment: _Assignment) -> ShownItem:
-    """The item's texts, with its candidates in the order this rater was shown them."""
-    item = assignment.item
-    # Items of task types without candidates were shown none: no query for them.
-    by_key = {c.key: c for c in item.candidates.all()} if assignment.shown_order else {}
-    candidates = [
-        ShownCandidate(position=index, text=by_key[key].text, context=by_key[key].context)
-        for index, key in enumerate(assignment.shown_order)
-        if key in by_key
-    ]
-    return ShownItem(prompt=item.prompt, text=item.text, candidates=candidates)
-
-
-# Without a per-rater cap, the progress bar counts at most this many unseen items with room.
-PROGRESS_LOOKAHEAD = 500
-
-
-@_dataclass(frozen=True)
-class AnnotatorProgress:
-    done: int
-    expected: int
-
-    @property
-    def percent(self) -> int:
-        return round(100 * self.done / self.expected) if self.expected else 0
-
-
-_count_of = _count  # the annotator side below names it so
-
-
-def annotator_progress(*, enrollment: _Enrollment) -> AnnotatorProgress:
-    """Regular items this rater has judged, out of what they can expect to judge.
-
-    Expected is what is still reachable: the rater's open item plus the items
-    they have not seen that still have a free place under the quota, capped by
-    the per-rater cap. Attention checks are left out of both numbers. The items
-    with room are counted through their index and only as far as the cap (or
-    ``PROGRESS_LOOKAHEAD`` without one), so a big study costs no more than a small one.
-    """
-    study, rater = enrollment.study, enrollment.rater
-    quota, preview = study.quota_per_item, rater.is_preview
-    # Plain SQL, one round trip: this runs on every item page, and building it with the ORM cost more
-    # CPU than everything else on the page. The rater's regular assignments give what they have done
-    # (an assignment is done in the transaction that stores its judgment), their open item and the
-    # items they have seen that still have room; then the items with room are read along their index
-    # only as far as the rater could still go, less the ones seen.
-    item, assignment = _table(_Item), _table(_Assignment)
-    # A preview is not bound by the quota (services.assignment): every unseen item is reachable.
-    seen_room = "1" if preview else "CASE WHEN i.places_taken < %s THEN 1 ELSE 0 END"
-    with_room = "" if preview else " AND places_taken < %s ORDER BY places_taken, position"
-    if study.per_rater_cap is None:
-        wanted, wanted_params = "%s", [PROGRESS_LOOKAHEAD]
-    else:
-        wanted, wanted_params = (
-            "CASE WHEN %s - done - open_mine > 0 THEN %s - done - open_mine ELSE 0 END",
-            [study.per_rater_cap] * 2,
-        )
-    room_params = [] if preview else [quota]
-    with _connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH mine AS (SELECT COALESCE(SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END), 0) AS done,"  # noqa: S608
-            f" COALESCE(SUM(CASE WHEN a.state = %s THEN 1 ELSE 0 END), 0) AS open_mine,"
-            f" COALESCE(SUM({seen_room}), 0) AS seen"
-            f" FROM {assignment} a JOIN {item} i ON i.id = a.item_id"
-            f" WHERE a.study_id = %s AND a.rater_id = %s AND i.is_attention_check = %s)"
-            f" SELECT done, open_mine, seen, (SELECT COUNT(*) FROM (SELECT 1 FROM {item}"
-            f" WHERE study_id = %s AND is_attention_check = %s{with_room}"
-            f" LIMIT (SELECT {wanted} + seen FROM mine)) r) FROM mine",
-            [_Assignment.State.DONE, _Assignment.State.LEASED, *room_params, study.pk, rater.pk, False]
-            + [study.pk, False, *room_params, *wanted_params],
-        )
-        done, open_mine, seen_with_room, with_room_count = cursor.fetchone()
-    room = max(0, with_room_count - seen_with_room)
-    expected = done + open_mine + room
-    if study.per_rater_cap is not None:
-        expected = min(expected, study.per_rater_cap)
-    return AnnotatorProgress(done=done, expected=max(expected, done))
-
-
-def has_judged(*, enrollment: _Enrollment) -> bool:
-    return _Judgment.objects.filter(study=enrollment.study, rater=enrollment.rater).exists()
-
-
-def has_done_enough(*, enrollment: _Enrollment) -> bool:
-    """Whether the rater gave the answers the study asks for before its completion code.
-
-    At the default of one, any answer will do (attention checks included, as before);
-    a higher minimum counts answers to regular items only.
-    """
-    study = enrollment.study
-    if study.min_answers <= 1:
-        return has_judged(enrollment=enrollment)
-    answered = _Judgment.objects.filter(study=study, rater=enrollment.rater, item__is_attention_check=False)
-    return answered.count() >= study.min_answers
-
-
-@_dataclass(frozen=True)
-class RankedResponse:
-    rank: int
-    text: str
-    context: str
-    votes: int
-
-
-@_dataclass(frozen=True)
-class PromptLeaderboard:
-    prompt: str
-    text: str
-    total_votes: int
-    responses: list[RankedResponse]
-
-
-def vote_leaderboard(*, study: _Study, offset: int = 0, limit: int | None = None) -> list[PromptLeaderboard]:
-    """Each prompt's responses ranked by the votes people gave them (ties share a rank).
-
-    Counts only human raters who were not excluded (e.g. for failed attention
-    checks); LLM judges' votes belong in the analysis, not on this board.
-    ``offset`` and ``limit`` choose a page of prompts in listed order; only
-    that page's items and votes are read.
-    """
-    items = _Item.objects.filter(study=study, is_attention_check=False).order_by("position", "id")
-    offset = max(offset, 0)
-    items = list((items[offset:] if limit is None else items[offset : offset + limit]).prefetch_related("candidates"))
-    excluded = _Enrollment.objects.filter(study=study, excluded=True).values("rater_id")
-    rows = (
-        _Judgment.objects.filter(
-            study=study,
-            item__in=[item.pk for item in items],
-            status=_Judgment.Status.OK,
-            rater__kind__in=[_Rater.Kind.EXPERT, _Rater.Kind.CROWD],
-        )
-        .exclude(rater_id__in=excluded)
-        .values_list("item_id", "value")
-    )
-    totals: dict[int, _Counter] = _defaultdict(_Counter)
-    for item_id, value in rows.iterator(chunk_size=2000):
-        for key, count in (value or {}).get("votes", {}).items():
-            totals[item_id][key] += int(count)
-    boards = []
-    for item in items:
-        votes = totals.get(item.pk, _Counter())
-        ordered = sorted(item.candidates.all(), key=lambda c: (-votes[c.key], c.position, c.pk))
-        ranked: list[RankedResponse] = []
-        for index, candidate in enumerate(ordered):
-            tied = ranked and ranked[-1].votes == votes[candidate.key]
-            rank = ranked[-1].rank if tied else index + 1
-            ranked.append(RankedResponse(rank, candidate.text, candidate.context, votes[candidate.key]))
-        boards.append(PromptLeaderboard(item.prompt, item.text, sum(votes.values()), ranked))
-    return boards
-
-
-def leaderboard_prompts(*, study: _Study) -> int:
-    """How many prompts the leaderboard has, for its page links."""
-    return _Item.objects.filter(study=study, is_attention_check=False).count()
-
-
-def study_is_full(*, study: _Study) -> bool:
-    """Every regular item has all the answers its quota asks for: nothing is left for anyone, ever.
-
-    No regular item has a free place, and no place is held by a lease (a leased
-    item may still come free). Two index lookups, whatever the study's size.
-    """
-    with_room = _Item.objects.filter(study=study, is_attention_check=False, places_taken__lt=study.quota_per_item)
-    leased = _Assignment.objects.filter(_takes_place(), study=study, state=_Assignment.State.LEASED).filter(
-        item__is_attention_check=False
-    )
-    return not with_room.exists() and not leased.exists()
-
-
-@_dataclass(frozen=True)
-class OutcomeCode:
-    """What a participant is given at the end: the study's code, message and link for how it ended."""
-
-    code: str
-    message: str
-    redirect_url: str
-
-
-# The study fields (code, message, redirect URL) of each way a participant's session can end.
-OUTCOME_FIELDS = {
-    "complete": ("completion_code", "completion_message", "completion_redirect_url"),
-    "empty": ("no_work_code", "no_work_message", "no_work_redirect_url"),
-    "ended": ("failed_checks_code", "failed_checks_message", "failed_checks_redirect_url"),
-    "declined": ("declined_code", "declined_message", "declined_redirect_url"),
-}
-
-
-def outcome_for(*, study: _Study, outcome: str) -> OutcomeCode | None:
-    """The study's code, message and redirect for this outcome; None when it has none of them."""
-    fields = OUTCOME_FIELDS.get(outcome)
-    if fields is None:
-        return None
-    found = OutcomeCode(*(str(getattr(study, name) or "").strip() for name in fields))
-    return found if any((found.code, found.message, found.redirect_url)) else None

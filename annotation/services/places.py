@@ -1,0 +1,141 @@
+"""The places under an item's quota: who takes one, and taking, giving back and recounting them.
+
+Each regular item keeps how many places are taken (``Item.places_taken``:
+people's assignments that are leased or done), changed only under the item's
+row lock, here. A lease holds its place until it is released: an expired lease
+is released lazily, by the first request that wants the place (a rater whose
+walk meets the item, or a late answer), under the same lock; until then its
+rater may come back and carry on (``leases.lease_resume``). Handing out the next
+item (``services.assignment``) and storing an answer (``services.judgments``)
+take their places through these functions.
+"""
+
+from collections import Counter
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Count, F, Q
+from django.db.models.functions import Coalesce
+
+from ..models import HUMAN_KINDS, Assignment, Item, Rater, Study
+from ..plainsql import fetch, shape, table
+
+
+def takes_place(path: str = "rater") -> Q:
+    """Whose assignments take a place under the quota: people's. Judges and previews never do."""
+    return Q(**{f"{path}__kind__in": HUMAN_KINDS})
+
+
+def holding_filter(now: datetime) -> Q:
+    """Assignments that hold an item now: done, or leased and not expired, by a person.
+
+    An expired lease not yet released still counts in ``Item.places_taken``
+    (it is released when someone wants the place), so places_taken >= holders.
+    """
+    held = Q(state=Assignment.State.DONE) | Q(state=Assignment.State.LEASED, lease_expires_at__gt=now)
+    return held & takes_place()
+
+
+def rater_takes_place(rater: Rater) -> bool:
+    # A preview walks through every item whatever the quota and holds no place; nor do judges.
+    return rater.is_human
+
+
+def lock_item(item_id: int, *, wait: bool = False) -> Item | None:
+    """Lock one item row; unless told to wait, None when another transaction holds it."""
+    return Item.objects.select_for_update(skip_locked=not wait).filter(pk=item_id).first()
+
+
+def expired_leases(now: datetime) -> Q:
+    """People's leases that ran out and still hold their place (not released yet)."""
+    return Q(state=Assignment.State.LEASED, lease_expires_at__lte=now) & takes_place()
+
+
+def release_expired(item: Item, now: datetime) -> int:
+    """Give back the places of the item's expired leases; the caller holds the item's row lock.
+
+    A lease whose rater is answering it right now (its row is locked) keeps its place.
+    Updates ``item.places_taken`` in memory too. Returns how many were released.
+    """
+    expired = list(
+        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
+        .filter(expired_leases(now), item_id=item.pk)
+        .values_list("pk", flat=True)
+    )
+    if not expired:
+        return 0
+    Assignment.objects.filter(pk__in=expired).update(state=Assignment.State.RELEASED)
+    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") - len(expired))
+    item.places_taken -= len(expired)
+    return len(expired)
+
+
+def take_place(item: Item, quota: int, now: datetime) -> bool:
+    """Take one of the locked item's places if one is free (after releasing expired leases)."""
+    if item.places_taken >= quota:
+        release_expired(item, now)
+    if item.places_taken >= quota:
+        return False
+    Item.objects.filter(pk=item.pk).update(places_taken=F("places_taken") + 1)
+    item.places_taken += 1
+    return True
+
+
+def places_add(assignments: list[Assignment]) -> None:
+    """Count the places that assignments written elsewhere (imported answers, done) take.
+
+    Only people's assignments of regular items take one. Items already full
+    stay full (an import may bring more answers than the quota; nothing new is
+    handed out for them).
+    """
+    per_item = Counter(a.item_id for a in assignments if a.rater.kind in HUMAN_KINDS and not a.item.is_attention_check)
+    by_count: dict[int, list[int]] = {}
+    for item_id, n in per_item.items():
+        by_count.setdefault(n, []).append(item_id)
+    for n, item_ids in by_count.items():
+        Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
+
+
+def take_free_place(item_id: int, quota: int) -> Item | None:
+    """Lock the item and take one of its places in one statement, if it is free now and has room.
+
+    None when another transaction holds the item or it has no free place (an
+    expired lease may still hold one); then nothing is locked, and the caller
+    finds out which through ``lock_item`` and ``take_place``. PostgreSQL only:
+    elsewhere (SQLite, whose writers are serialised anyway) it always answers None.
+    """
+    if connection.vendor != "postgresql":
+        return None
+    i = shape(Item, "i")
+    # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
+    # change it between there and the UPDATE, which therefore always takes the place.
+    found = fetch(
+        f"UPDATE {table(Item)} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("  # noqa: S608 - fixed text
+        f"SELECT id FROM {table(Item)} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
+        f" RETURNING {i.select}",
+        [item_id, quota],
+        i,
+    )
+    return None if found is None else found[0]
+
+
+def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, int]]:
+    """Recount each regular item's places from its assignments: {item id: (stored, recounted)} where they differ.
+
+    The counter is written only under the item's lock, so this should always be
+    empty; ``fix`` writes the recounted values (run it with the study closed).
+    """
+    held = Q(assignments__state__in=[Assignment.State.LEASED, Assignment.State.DONE]) & takes_place(
+        "assignments__rater"
+    )
+    rows = (
+        Item.objects.filter(study=study, is_attention_check=False)
+        .annotate(recounted=Coalesce(Count("assignments", filter=held), 0))
+        .exclude(places_taken=F("recounted"))
+        .values_list("pk", "places_taken", "recounted")
+    )
+    drift = {pk: (stored, recounted) for pk, stored, recounted in rows}
+    if fix:
+        for pk, (_stored, recounted) in drift.items():
+            Item.objects.filter(pk=pk).update(places_taken=recounted)
+    return drift
