@@ -26,6 +26,9 @@ class FoundJson:
     method: str
     #: The object is the whole answer (what structured output returns), not found inside prose or a fence.
     whole: bool
+    #: Where the object stands in the answer, so the prose around it can be read too.
+    start: int = 0
+    end: int = 0
 
 
 # An opening brace that starts a JSON object the model meant ({"key" ...), as opposed to braces in prose.
@@ -97,7 +100,7 @@ def read_json(text: str) -> FoundJson | None:
         if loaded is None or not isinstance(loaded[0], dict):
             continue
         if first is None:
-            first = FoundJson(loaded[0], loaded[1], whole=text[start:end].strip() == stripped)
+            first = FoundJson(loaded[0], loaded[1], text[start:end].strip() == stripped, start, end)
         elif loaded[0] != first.obj:
             raise Unparseable("the answer holds 2 different JSON objects; which one is meant is a guess")
     if first is not None:
