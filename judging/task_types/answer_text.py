@@ -36,7 +36,7 @@ _CLOSE_TRACE = re.compile(rf"</(?:{_TRACE_NAMES})\s*>", re.I)
 # gpt-oss (harmony format): the answer is the "final" channel; with its special tokens dropped by the
 # server the reply reads "analysis…assistantfinal…".
 _HARMONY_FINAL = re.compile(r"<\|channel\|>\s*final\s*<\|message\|>(.*?)(?=<\|(?:end|return|start)\|>|$)", re.S)
-_HARMONY_FLAT = re.compile(r"\A\s*analysis\b.*?assistantfinal(.*)\Z", re.S)
+_HARMONY_FLAT = re.compile(r"\A\s*analysis.*?assistantfinal(.*)\Z", re.S)
 
 
 def strip_reasoning(text: str) -> str:
@@ -91,8 +91,10 @@ def plain(text: str) -> str:
     return _FENCE.sub(lambda m: m.group(1), unicodedata.normalize("NFKC", text)).strip()
 
 
-# A sentence ends at . ! ? (not inside "2.5"), at their CJK forms, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\d\.)\s+|(?<=[。！？!?])|\n+")
+# A sentence ends at . ! ? before a space, at their CJK forms, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# "1." alone is the number of a list item, not a sentence: it stays with the item's text.
+_LIST_NUMBER = re.compile(r"^(?:\d+|[a-zA-Z])\.$")
 # Clauses that turn on a contrast are read separately ("I'd pick 1 if …, but 3 wins").
 _CLAUSE_BREAK = re.compile(
     r"\s*[,;，；]?\s*\b(?:but|however|though|although|whereas|yet)\b\s*|\s*;\s*|但是|可是|不过|だが|けど|しかし",
@@ -102,7 +104,7 @@ _CLAUSE_BREAK = re.compile(
 _NOT_A_VERDICT = re.compile(
     r"\bif\b|\bunless\b|\bwould\s+(?:be|have|seem|look)\b|\bcould\b|\bmight\b|\bshould\s+I\b|\bat\s+first\b"
     r"|\binitially\b|\boriginally\b|\bwas\s+going\s+to\b|\bwas\s+tempted\b|\bI\s+(?:first\s+)?thought\b"
-    r"|\bseemed\b|\btoo\s+(?:generous|harsh|high|low|strict|kind)\b|\bwait\b|\bnot\s+sure\b"
+    r"|\bseemed\b|\btoo\s+(?:generous|harsh|high|low|strict|kind)\b|\bnot\s+sure\b"
     r"|如果|要是|假如|起初|一开始|本来|もし|なら(?:ば)?[、,]|最初は|と思ったが|かと思",
     re.I,
 )
@@ -110,8 +112,14 @@ _NOT_A_VERDICT = re.compile(
 
 def statements(text: str) -> list[str]:
     """The clauses of an answer that state something (questions and conditionals left out)."""
-    out = []
-    for sentence in _SENTENCE_END.split(text):
+    out: list[str] = []
+    sentences: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        if sentences and _LIST_NUMBER.match(sentences[-1].strip()):
+            sentences[-1] = f"{sentences[-1]} {piece}"
+        else:
+            sentences.append(piece)
+    for sentence in sentences:
         sentence = sentence.strip()
         if not sentence or sentence.endswith(("?", "？")):
             continue
@@ -130,7 +138,7 @@ def statements(text: str) -> list[str]:
 # A negation anywhere in the clause before a phrase ("I don't think it's funny", "nobody would find this
 # funny", "far from funny", "it fails to be funny"), or right after a Japanese stem ("面白くない").
 _NEGATORS = re.compile(
-    r"\bnot\b(?!\s+(?:only|just|merely)\b)|\bno\b(?!\s+(?:doubt|question)\b)|\b(?:never|hardly|barely|scarcely|nobody|none|neither|nor|few|nothing|without|lacks?|lacking"
+    r"\bnot\b(?!\s+(?:only|just|merely)\b)|\bno\b(?!\s+(?:doubt|question)\b)|\b(?:never|hardly|barely|scarcely|nobody|none|neither|nor|few|nothing|without(?!\s+(?:a\s+)?doubt)|lacks?|lacking"
     r"|fails?|failed|far\s+from|isn['’]t|wasn['’]t)\b|n['’]t\b",
     re.I,
 )
@@ -207,7 +215,7 @@ ORDINAL = (
 
 def number(word: str) -> int:
     """The value of a number or ordinal as written ("2", "Two", "third", "3rd", "第三", "二", "3番目")."""
-    word = re.sub(r"^第\s*|\s*(?:番目|つ目|st|nd|rd|th)$", "", word.strip().casefold())
+    word = re.sub(r"^第\s*|(?<=\w)\s*(?:番目|つ目)$|(?<=\d)(?:st|nd|rd|th)$", "", word.strip().casefold())
     if word.isdigit():
         return int(word)
     for table in (_WORDS, _ORDINALS, _CJK_DIGITS):

@@ -18,7 +18,7 @@ _RATING_KEYS = rf"{ANSWER_KEYS}|rating|score|funniness|grade|评分|分数|得�
 # A scale point as written ("2", "Two", "二", "２"), optionally "out of" the scale's top ("2/3", "2 out of 3",
 # "3分中2") or with a unit ("2分", "2点", "2 points").
 _POINT = rf"\**({NUMBER})\**(?:\s*(?:/|out\s+of)\s*(\d+|{NUMBER}))?\s*(?:分|点|points?)?\**"
-_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*([^\d()]+?)\)?)?\s*[.。!]?\s*", re.I)
+_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*([^\d()]+?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
 _STATED = (
     ("labelled", re.compile(rf"(?:{_RATING_KEYS})[\s*]*(?:[:=]|\bis\b|は|为|是)[\s\"'*“「]*{_POINT}(?!\w|\.\d)", re.I)),
     (
@@ -34,8 +34,11 @@ _STATED = (
 )
 
 
-def _rating(match: re.Match, config: dict[str, Any], offset: int = 1) -> int:
-    rating, top = number(match.group(offset)), match.group(offset + 1)
+def _rating(match: re.Match, config: dict[str, Any]) -> int:
+    # Each alternative of a pattern captures (point, top of the scale); the one that matched has the point.
+    groups = match.groups()
+    first = next(i for i, g in enumerate(groups) if g is not None)
+    rating, top = number(groups[first]), groups[first + 1] if first + 1 < len(groups) else None
     if top is not None and number(top) != max(config.get("points", [0])):
         raise Unparseable(f"the rating {rating}/{top} is not on this scale (its top is {max(config['points'])})")
     return rating
@@ -52,7 +55,18 @@ def _by_label(text: str, config: dict[str, Any]) -> int | None:
     return None
 
 
+def _checked(whole: re.Match, config: dict[str, Any]) -> int:
+    """The rating of a whole answer ("3 - Very funny"), its label, when given, agreeing with the scale."""
+    rating = _rating(whole, config)
+    if whole.group(3) and _by_label(whole.group(3), config) != rating:
+        raise Unparseable(f"the rating {rating} and the label {whole.group(3).strip()!r} disagree")
+    return rating
+
+
 def _clause_ratings(clause: str, config: dict[str, Any]) -> list[tuple[str, int]]:
+    whole = _WHOLE.fullmatch(clause)
+    if whole:
+        return [("whole_answer", _checked(whole, config))]
     hits = []
     for name, match in matches(clause, _STATED):
         if negated(clause[: match.start()]):
@@ -81,10 +95,7 @@ class OrdinalJudging(JudgingType):
         text = plain(text)
         whole = _WHOLE.fullmatch(text)
         if whole:
-            rating = _rating(whole, config)
-            if whole.group(3) and _by_label(whole.group(3), config) not in (None, rating):
-                raise Unparseable(f"the rating {rating} and the label {whole.group(3).strip()!r} disagree")
-            return {"rating": rating}, "whole_answer"
+            return {"rating": _checked(whole, config)}, "whole_answer"
         try:
             rating, pattern = read_statements(text, lambda clause: _clause_ratings(clause, config), "rating")
         except Unparseable as exc:

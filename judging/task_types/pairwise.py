@@ -36,12 +36,11 @@ _PLACE = (
 _REF = rf"{_PLACE}|{_SIDE}(?-i:[AB])(?![A-Za-z0-9'’])|{_SIDE}[12](?!\d)|(?<![A-Za-z0-9'’])(?-i:[AB])(?![A-Za-z0-9'’])"
 _VALUE = rf"{_TIE_WORDS}{_END}|{_LETTER}|(?:{_PLACE}){_END}"
 _BETTER = (
-    r"(?:funnier|better|stronger|wittier|sharper|cleverer|more\s+(?:funny|amusing|humorous|clever)"
+    r"(?:funnier|better|stronger|wittier|more\s+(?:funny|amusing|humorous|clever)"
     r"|the\s+(?:funnier|funniest|better|best|stronger)(?:\s+one)?|the\s+winner|wins|lands\s+better"
     r"|gets\s+the\s+bigger\s+laugh)"
 )
 _PATTERNS = (
-    ("bold", re.compile(rf"\*\*\s*({_TIE_WORDS}|{_REF})\s*[.!]?\s*\*\*", re.I)),
     (
         "chosen",
         re.compile(
@@ -63,7 +62,7 @@ _PATTERNS = (
         "tie",
         re.compile(
             r"\bit(?:'s|’s|\s+is)\s+a\s+(tie|draw)\b|\b(?:they|both)(?:\s+jokes|\s+explanations)?\s+are\s+(equally)\b"
-            r"|\b(?:both|they)\s+(?:are\s+)?(equally|just\s+as)\s+(?:funny|good)\b|\bneither\s+is\s+(funnier|better)\b"
+            r"|\b(?:both|they)\s+(?:are\s+)?(equally|just\s+as)\s+(?:funny|good)\b|\b(neither)\s+is\s+(?:funnier|better)\b"
             r"|(?:两个|兩個|二者|两者|两条)都?(一样|差不多|不相上下)|(?:どちらも|両方とも?)(同じ|互角)",
             re.I,
         ),
@@ -75,7 +74,7 @@ _WHOLE = re.compile(rf"\s*(?:{_TIE_WORDS}|{_REF}|both|neither|same)\s*(?:です|
 
 
 def _text_position(raw: str) -> int | str:
-    word = norm(raw)
+    word = re.sub(r"\s*(?:です|だ)$", "", norm(raw))
     if re.fullmatch(_TIE_WORDS, word, re.I) or word in _TIES or re.search(r"equal|一样|同じ|互角|差不多|相上下", word):
         return TIE
     word = re.sub(rf"^(?:the\s+)?{_SIDE}", "", word, flags=re.I)
@@ -88,6 +87,10 @@ def _text_position(raw: str) -> int | str:
 
 def _clause_positions(clause: str) -> list[tuple[str, int | str]]:
     """The verdicts one clause states; a verdict under a negation is unclear, so unparseable."""
+    # A clause that is nothing but a verdict ("**B**" on its own line after the reasoning) is one.
+    whole = clause.strip(".!\"'*` 。！「」“”")
+    if _WHOLE.fullmatch(whole):
+        return [("whole_answer", _text_position(whole))]
     hits = [("labelled", _text_position(m.group(1))) for m in _LABELLED.finditer(clause)]
     for name, match in matches(clause, _PATTERNS):
         if name != "tie" and negated(clause[: match.start()]):

@@ -31,7 +31,7 @@ _STATED = (
     (
         "best",
         re.compile(
-            rf"{_ONE}\s+(?:is|was|'s)?\s*(?:(?!not\b)\w+\s+)?(?:the\s+)?(?:funniest|best|winner|wins|funnier)\b"
+            rf"{_ONE}\s+(?:is|was|'s)?\s*(?:(?!not\b)\w+\s+)?(?:the\s+)?(?:funniest|best|winner|wins)\b"
             rf"|{_ONE}\s*(?:が|は)?\s*(?:一番|最も|いちばん)\s*(?:面白|おもしろ|良)|{_ONE}\s*(?:最好笑|最有趣|最搞笑|最好)",
             re.I,
         ),
@@ -46,6 +46,9 @@ def _option(match: re.Match, shown: list[str]) -> str:
 
 
 def _clause_choices(clause: str, shown: list[str]) -> list[tuple[str, str]]:
+    whole = _WHOLE.fullmatch(clause)
+    if whole:
+        return [("whole_answer", _option(whole, shown))]
     hits = []
     for name, match in matches(clause, _STATED):
         if negated(clause[: match.start()]):
