@@ -166,3 +166,37 @@ class TestARunStoresHowEachAnswerWasRead:
         assert (hedge.status, hedge.value) == ("unparseable", None)
         assert "hedges ('maybe')" in hedge.provenance["parse"]["error"]
         assert hedge.provenance["raw_response"]
+
+    def test_a_think_trace_is_skipped_and_a_json_answer_taken_back_is_stored_unparseable(self, researcher, make_study):
+        study = make_study(task_type="pairwise", n_items=3, n_candidates=2)
+        answers = {
+            "Joke 0-": "<think>Initially I would choose A, its pun is neat.</think>\nOn reflection the second joke is funnier.",
+            "Joke 1-": '{"reasoning": "A is tighter.", "decision": "A"}\n\nActually, on reflection, B is funnier.',
+            "Joke 2-": '{"winner": "A"}',
+        }
+
+        def answer(request):
+            prompt = prompt_text(request)
+            return next(text for marker, text in answers.items() if marker in prompt)
+
+        with ScriptedServer(answer) as server:
+            judge = judge_create(
+                owner=researcher,
+                name="reasoning judge",
+                base_url=server.url,
+                model="m",
+                concurrency=1,
+                structured_output=True,
+                backoff_seconds=0.01,
+            )
+            run = run_create(study=study, judge=judge, enqueue=False)
+            process_run(run_id=run.pk)
+        stored = {j.item.external_id: j for j in Judgment.objects.filter(rater=judge.rater).select_related("item")}
+        traced, retracted, alias = stored["item-0"], stored["item-1"], stored["item-2"]
+        assert (traced.status, traced.value) == ("ok", {"choice": traced.shown_order[1]})
+        assert traced.provenance["parse"]["method"] == "text_pattern:comparative"
+        assert "<think>" in traced.provenance["raw_response"]
+        assert (retracted.status, retracted.value) == ("unparseable", None)
+        assert "takes it back" in retracted.provenance["parse"]["error"]
+        assert (alias.status, alias.value) == ("ok", {"choice": alias.shown_order[0]})
+        assert alias.provenance["parse"]["method"] == "json_alias"
