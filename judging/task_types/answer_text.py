@@ -110,8 +110,12 @@ _NOT_A_VERDICT = re.compile(
 )
 
 
+# A last sentence that stops on a connective was cut off mid-thought ("…it sounds as funny and").
+_DANGLING = re.compile(r"\S+\s+\S+\s+(?:and|or|but|so|the|a|an|to|of|with|that|because|as|than|by|just)\s*$")
+
+
 def statements(text: str) -> list[str]:
-    """The clauses of an answer that state something (questions and conditionals left out)."""
+    """The clauses of an answer that state something (questions, conditionals, a cut-off end left out)."""
     out: list[str] = []
     sentences: list[str] = []
     for piece in _SENTENCE_END.split(text):
@@ -119,6 +123,8 @@ def statements(text: str) -> list[str]:
             sentences[-1] = f"{sentences[-1]} {piece}"
         else:
             sentences.append(piece)
+    if sentences and _DANGLING.search(sentences[-1]):
+        sentences.pop()
     for sentence in sentences:
         sentence = sentence.strip()
         if not sentence or sentence.endswith(("?", "？")):
@@ -139,7 +145,7 @@ def statements(text: str) -> list[str]:
 # funny", "far from funny", "it fails to be funny"), or right after a Japanese stem ("面白くない").
 _NEGATORS = re.compile(
     r"\bnot\b(?!\s+(?:only|just|merely)\b)|\bno\b(?!\s+(?:doubt|question)\b)|\b(?:never|hardly|barely|scarcely|nobody|none|neither|nor|few|nothing|without(?!\s+(?:a\s+)?doubt)|lacks?|lacking"
-    r"|fails?|failed|far\s+from|isn['’]t|wasn['’]t)\b|n['’]t\b",
+    r"|fails?|failed|miss(?:es|ed|ing)?|far\s+from|isn['’]t|wasn['’]t)\b|n['’]t\b",
     re.I,
 )
 _NEGATORS_CJK = re.compile(r"[不没沒无無非未别別]|缺乏")

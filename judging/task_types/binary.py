@@ -12,7 +12,7 @@ from annotation.task_types.binary import BinaryLabel
 from ..prompts.builtin import FUNNY_OR_NOT
 from .answer_text import attempted, negated, plain, read_statements
 from .base import JudgingType, Labelled, StudyFacts, json_object
-from .reading import ANSWER_KEYS, Unparseable, first_key, keyed, norm, one
+from .reading import ANSWER_KEYS, QUOTED, Unparseable, first_key, keyed, norm, one
 
 
 def _binary_label(raw: Any, config: dict[str, Any]) -> str:
@@ -27,7 +27,7 @@ _YES = {"yes", "是", "是的", "对", "はい"}
 _NO = {"no", "否", "不是", "不", "いいえ"}
 # Other words for the built-in funny / not funny labels, in English and in the protocols' languages
 # (Chumor is Chinese, Oogiri Japanese).
-_FUNNY = ("hilarious", "amusing", "humorous", "好笑", "有趣", "搞笑", "幽默", "面白い", "おもしろい", "笑える")
+_FUNNY = ("hilarious", "amusing", "好笑", "有趣", "搞笑", "幽默", "面白い", "おもしろい", "笑える")
 _NOT_FUNNY = (
     "unfunny",
     "falls flat",
@@ -57,6 +57,22 @@ def _phrases(options: list[dict[str, Any]]) -> list[tuple[str, set[str]]]:
     return out
 
 
+#: The most words a clause may have for a label in it to be read as the verdict.
+_VERDICT_WORDS = 16
+# A label is the verdict only when said of the text judged ("it isn't funny", "I find this funny",
+# "这个笑话不好笑", "この回答は笑えません"), or standing alone with words of degree ("Not funny at all").
+_ABOUT_THE_TEXT = re.compile(
+    r"\b(?:it|its|it['’]s|this|that|the\s+(?:joke|response|answer|text|caption|explanation|headline|one|pun))\b"
+    r"|这|這|它|该|該|この|これ|その|それ|本回答|笑话|笑話|解释|解釋|回答|説明",
+    re.I,
+)
+_DEGREE_ONLY = re.compile(
+    r"(?:\W|\b(?:not|no|very|really|quite|so|pretty|definitely|absolutely|totally|hardly|barely|far\s+from"
+    r"|without\s+(?:a\s+)?doubt|just|simply|mildly|somewhat|rather|extremely|genuinely)\b)*",
+    re.I,
+)
+
+
 def _clause_labels(clause: str, options: list[dict[str, Any]], positive: str | None) -> list[tuple[str, str]]:
     """The labels one clause states, a negated positive label read as the other one.
 
@@ -64,10 +80,15 @@ def _clause_labels(clause: str, options: list[dict[str, Any]], positive: str | N
     A negated negative label ("not unfunny", "不是不好笑") and an attempt ("it tries to be funny")
     are refused rather than guessed.
     """
-    haystack = re.sub(r"[\s_\-]+", " ", clause).casefold()
+    # Quoted words are the joke's or the prompt's ("the string "funny""), not the judge's.
+    haystack = re.sub(r"[\s_\-]+", " ", QUOTED.sub(" ", clause)).casefold()
     if haystack.strip(" .!。！") in _YES | _NO and positive:
         negative = next(str(o["value"]) for o in options if str(o["value"]) != positive)
         return [("yes_no", positive if haystack.strip(" .!。！") in _YES else negative)]
+    if len(haystack.split()) > _VERDICT_WORDS or (not haystack.isascii() and len(haystack) > 2 * _VERDICT_WORDS):
+        # A long clause that uses a label word describes something ("comedy can mean anything that is
+        # funny, which…"); a verdict is short ("I don't find it funny", "这个笑话一点也不好笑").
+        return []
     phrases = sorted(((p, v) for v, ps in _phrases(options) for p in ps if p), key=lambda pair: -len(pair[0]))
     values = [str(o["value"]) for o in options]
     hits = []
@@ -75,6 +96,9 @@ def _clause_labels(clause: str, options: list[dict[str, Any]], positive: str | N
         pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])" if phrase.isascii() else re.escape(phrase))
         for match in pattern.finditer(haystack):
             before, after = haystack[: match.start()], haystack[match.end() :][:12]
+            alone = _DEGREE_ONLY.fullmatch(before) or (not phrase.isascii() and len(before.strip()) <= 4)
+            if not (alone or _ABOUT_THE_TEXT.search(before)):
+                continue  # "how to explain something funny": a label word, not a verdict on the text
             if not negated(before, after):
                 if attempted(before):
                     raise Unparseable(f"the answer says what the text tries to be, not what it is ({phrase!r})")

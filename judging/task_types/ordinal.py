@@ -10,7 +10,7 @@ from annotation.models import Item
 from annotation.task_types.ordinal import OrdinalScale
 
 from ..prompts.builtin import FUNNINESS_DIGIT
-from .answer_text import NUMBER, matches, negated, number, plain, read_statements
+from .answer_text import NUMBER, matches, negated, number, plain, read_statements, statements
 from .base import JudgingType, Labelled, StudyFacts, json_object
 from .reading import ANSWER_KEYS, Unparseable, first_key, integer, norm
 
@@ -18,7 +18,8 @@ _RATING_KEYS = rf"{ANSWER_KEYS}|rating|score|funniness|grade|评分|分数|得�
 # A scale point as written ("2", "Two", "二", "２"), optionally "out of" the scale's top ("2/3", "2 out of 3",
 # "3分中2") or with a unit ("2分", "2点", "2 points").
 _POINT = rf"\**({NUMBER})\**(?:\s*(?:/|out\s+of)\s*(\d+|{NUMBER}))?\s*(?:分|点|points?)?\**"
-_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*([^\d()]+?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
+# "3 - Very funny", and "1 = Somewhat funny" as the prompt lists the scale: the label must be that point's.
+_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*(\D+?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
 _STATED = (
     ("labelled", re.compile(rf"(?:{_RATING_KEYS})[\s*]*(?:[:=]|\bis\b|は|为|是)[\s\"'*“「]*{_POINT}(?!\w|\.\d)", re.I)),
     (
@@ -26,6 +27,7 @@ _STATED = (
         re.compile(
             rf"\b(?:I(?:'d|’d|\s+would)?\s+(?:say|give\s+(?:it|this)|rate\s+(?:it|this))|(?:it|this)\s+(?:gets|deserves"
             rf"|earns|is\s+worth)|(?:it'?s|that'?s|this\s+is)|rated?)\s+(?:a\s+|an\s+)?{_POINT}(?!\w|\.\d)"
+            rf"|\bthe\s+answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s+[\"'“]?{_POINT}(?!\w|\.\d)"
             rf"|给(?:它|这个笑话|这个)?\s*(?:打)?\s*{_POINT}|打\s*{_POINT}",
             re.I,
         ),
@@ -102,6 +104,10 @@ class OrdinalJudging(JudgingType):
             if str(exc).startswith("no rating"):
                 raise Unparseable("no rating found in the answer (a number in prose is not read as one)") from None
             raise
+        # "Not funny. 1 = Somewhat funny": a scale label standing alone that names another point disagrees.
+        named = {_by_label(clause, config) for clause in statements(text)} - {None, rating}
+        if named:
+            raise Unparseable(f"conflicting ratings in the answer: {rating} and the label of {min(named)}")
         return {"rating": rating}, pattern
 
     def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:

@@ -59,6 +59,14 @@ _PATTERNS = (
         ),
     ),
     (
+        # "the joke that gets the bigger laugh … is "A"", "the funnier one is B".
+        "described",
+        re.compile(
+            rf"\b(?:funnier|better|winning|bigger\s+laugh)\b[^.;:!?]{{0,80}}?\bis\s+[\"'“*]*({_REF})[\"'”*]*{_END}",
+            re.I,
+        ),
+    ),
+    (
         "tie",
         re.compile(
             r"\bit(?:'s|’s|\s+is)\s+a\s+(tie|draw)\b|\b(?:they|both)(?:\s+jokes|\s+explanations)?\s+are\s+(equally)\b"

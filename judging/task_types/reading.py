@@ -104,6 +104,10 @@ def read_json(text: str) -> FoundJson | None:
         elif loaded[0] != first.obj:
             raise Unparseable("the answer holds 2 different JSON objects; which one is meant is a guess")
     if first is not None:
+        if open_start is not None and open_start > first.end and _MEANT_OBJECT.match(text, open_start):
+            raise Unparseable(
+                "the JSON answer is followed by another one that is cut off; which one is meant is a guess"
+            )
         return first
     if open_start is not None and _MEANT_OBJECT.match(text, open_start):
         raise Unparseable("the JSON answer is cut off before its end")
@@ -143,7 +147,7 @@ _HEDGES = re.compile(
 
 
 # Quoted words are the joke's, not the judge's: "I can't even" in a quoted punchline is no refusal.
-_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’")
+QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’")
 
 
 def refuse_unclear(text: str, *, hedges: bool = True) -> None:
@@ -152,7 +156,7 @@ def refuse_unclear(text: str, *, hedges: bool = True) -> None:
     With ``hedges=False`` (prose answers such as explanations) only the opening of the answer is
     checked for a refusal, since an explanation may well say "I can't" about the joke's speaker.
     """
-    own = _QUOTED.sub(" ", text)
+    own = QUOTED.sub(" ", text)
     refusal = _REFUSALS.search(own if hedges else own[:120])
     if refusal:
         raise Unparseable(f"the answer refuses to judge ({refusal.group(0).strip()!r})")
@@ -226,4 +230,6 @@ def text_field(obj: dict[str, Any], *names: str) -> str:
     raw = first_key(obj, *names)
     if not isinstance(raw, str) or not raw.strip():
         raise Unparseable(f"the JSON answer has no {names[0]}")
+    if re.fullmatch(r"\s*<[^<>]*>\s*", raw):
+        raise Unparseable(f"the answer repeats the prompt's placeholder {raw.strip()[:40]!r} instead of a {names[0]}")
     return raw.strip()
