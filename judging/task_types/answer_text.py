@@ -219,6 +219,11 @@ ORDINAL = (
 )
 
 
+#: Where a number or option that is the verdict ends: the clause goes on with punctuation or a reason,
+#: never with a noun ("I'd say one thing", "It's 3 jokes in one", "Answer: one of the three").
+VERDICT_END = r"(?![.,]\d)(?=\s*(?:$|[.,;:!?。，、)(*\"'”」]|(?:because|since|as|for|given|wins|is|です)\b))"
+
+
 def number(word: str) -> int:
     """The value of a number or ordinal as written ("2", "Two", "third", "3rd", "第三", "二", "3番目")."""
     word = re.sub(r"^第\s*|(?<=\w)\s*(?:番目|つ目)$|(?<=\d)(?:st|nd|rd|th)$", "", word.strip().casefold())

@@ -66,6 +66,7 @@ _ABOUT_THE_TEXT = re.compile(
     r"|这|這|它|该|該|この|これ|その|それ|本回答|笑话|笑話|解释|解釋|回答|説明",
     re.I,
 )
+_AFTER_LABEL = r"\b(?:at\s+all|to\s+me|enough|indeed|though)\b"
 _DEGREE_ONLY = re.compile(
     r"(?:\W|\b(?:not|no|very|really|quite|so|pretty|definitely|absolutely|totally|hardly|barely|far\s+from"
     r"|without\s+(?:a\s+)?doubt|just|simply|mildly|somewhat|rather|extremely|genuinely)\b)*",
@@ -96,7 +97,10 @@ def _clause_labels(clause: str, options: list[dict[str, Any]], positive: str | N
         pattern = re.compile(rf"(?<![\w]){re.escape(phrase)}(?![\w])" if phrase.isascii() else re.escape(phrase))
         for match in pattern.finditer(haystack):
             before, after = haystack[: match.start()], haystack[match.end() :][:12]
-            alone = _DEGREE_ONLY.fullmatch(before) or (not phrase.isascii() and len(before.strip()) <= 4)
+            rest = haystack[match.end() :]
+            alone = (_DEGREE_ONLY.fullmatch(before) and _DEGREE_ONLY.fullmatch(re.sub(_AFTER_LABEL, "", rest))) or (
+                not phrase.isascii() and len(before.strip()) <= 4
+            )
             if not (alone or _ABOUT_THE_TEXT.search(before)):
                 continue  # "how to explain something funny": a label word, not a verdict on the text
             if not negated(before, after):

@@ -10,7 +10,7 @@ from annotation.models import Item
 from annotation.task_types.ordinal import OrdinalScale
 
 from ..prompts.builtin import FUNNINESS_DIGIT
-from .answer_text import NUMBER, matches, negated, number, plain, read_statements, statements
+from .answer_text import NUMBER, VERDICT_END, matches, negated, number, plain, read_statements, statements
 from .base import JudgingType, Labelled, StudyFacts, json_object
 from .reading import ANSWER_KEYS, Unparseable, first_key, integer, norm
 
@@ -21,13 +21,16 @@ _POINT = rf"\**({NUMBER})\**(?:\s*(?:/|out\s+of)\s*(\d+|{NUMBER}))?\s*(?:分|点
 # "3 - Very funny", and "1 = Somewhat funny" as the prompt lists the scale: the label must be that point's.
 _WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*(\D+?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
 _STATED = (
-    ("labelled", re.compile(rf"(?:{_RATING_KEYS})[\s*]*(?:[:=]|\bis\b|は|为|是)[\s\"'*“「]*{_POINT}(?!\w|\.\d)", re.I)),
+    (
+        "labelled",
+        re.compile(rf"(?:{_RATING_KEYS})[\s*]*(?:[:=]|\bis\b|は|为|是)[\s\"'*“「]*{_POINT}{VERDICT_END}", re.I),
+    ),
     (
         "stated",
         re.compile(
             rf"\b(?:I(?:'d|’d|\s+would)?\s+(?:say|give\s+(?:it|this)|rate\s+(?:it|this))|(?:it|this)\s+(?:gets|deserves"
-            rf"|earns|is\s+worth)|(?:it'?s|that'?s|this\s+is)|rated?)\s+(?:a\s+|an\s+)?{_POINT}(?!\w|\.\d)"
-            rf"|\bthe\s+answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s+[\"'“]?{_POINT}(?!\w|\.\d)"
+            rf"|earns|is\s+worth)|(?:it'?s|that'?s|this\s+is)|rated?)\s+(?:a\s+|an\s+)?{_POINT}{VERDICT_END}"
+            rf"|\bthe\s+answer(?:\s+to\s+(?:this|the|your)\s+question)?\s+is\s+[\"'“]?{_POINT}{VERDICT_END}"
             rf"|给(?:它|这个笑话|这个)?\s*(?:打)?\s*{_POINT}|打\s*{_POINT}",
             re.I,
         ),

@@ -52,7 +52,9 @@ _PATTERNS = (
     (
         "comparative",
         re.compile(
-            rf"(?<![A-Za-z0-9'’])({_REF})\s+(?:is|was|'s|’s|seems|feels|looks)?\s*(?:(?!not\b|n't\b)\w+\s+)?{_BETTER}\b"
+            # A verb between the side and the comparison: "A better ending makes jokes land" is no verdict.
+            rf"(?<![A-Za-z0-9'’])({_REF})\s+(?:is|was|'s|’s|seems|feels|looks)\s+(?:(?!not\b|n't\b)\w+\s+)?{_BETTER}\b"
+            rf"|(?<![A-Za-z0-9'’])({_REF})\s+(?:wins|lands\s+better|gets\s+the\s+bigger\s+laugh)\b"
             rf"|({_REF})\s*(?:的?(?:笑点)?(?:更|比较|最)(?:好笑|有趣|搞笑|幽默|好|妙)|胜出|获胜|赢)"
             rf"|({_REF})\s*(?:の方が|のほうが|が)\s*(?:面白|おもしろ|良い|いい|上|勝)",
             re.I,

@@ -8,7 +8,7 @@ from annotation.models import Item
 from annotation.task_types.pick_one import PickOne
 
 from ..prompts.builtin import PICK_FUNNIEST
-from .answer_text import NUMBER, ORDINAL, group, matches, negated, number, plain, read_statements
+from .answer_text import NUMBER, ORDINAL, VERDICT_END, group, matches, negated, number, plain, read_statements
 from .base import ChoiceBaselines, JudgingType, StudyFacts, by_length, json_object
 from .reading import ANSWER_KEYS, Unparseable, choice_number, first_key
 
@@ -19,11 +19,11 @@ _PLACE = rf"(?:the\s+)?({ORDINAL}|last)(?:\s+(?:one|option|answer|response|joke)
 _ONE = rf"(?:{_PLACE}|{_OPTION})"
 _WHOLE = re.compile(rf"\s*\**{_ONE}\**\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
 _STATED = (
-    ("labelled", re.compile(rf"(?:{_CHOICE_KEYS})[\s*]*(?:[:=]|\bis\b|は|是)[\s\"'*“「]*{_ONE}(?!\w|\.\d)", re.I)),
+    ("labelled", re.compile(rf"(?:{_CHOICE_KEYS})[\s*]*(?:[:=]|\bis\b|は|是)[\s\"'*“「]*{_ONE}{VERDICT_END}", re.I)),
     (
         "chosen",
         re.compile(
-            rf"\bI(?:'d|’d|\s+would|\s+will|'ll)?\s+(?:choose|pick|go\s+with|vote\s+for|select|prefer)\s+{_ONE}\b"
+            rf"\bI(?:'d|’d|\s+would|\s+will|'ll)?\s+(?:choose|pick|go\s+with|vote\s+for|select|prefer)\s+{_ONE}{VERDICT_END}"
             rf"|我?选(?:择)?\s*{_ONE}",
             re.I,
         ),
@@ -31,7 +31,8 @@ _STATED = (
     (
         "best",
         re.compile(
-            rf"{_ONE}\s+(?:is|was|'s)?\s*(?:(?!not\b)\w+\s+)?(?:the\s+)?(?:funniest|best|winner|wins)\b"
+            rf"(?<![\w.]){_ONE}\s+(?:is|was|'s)\s+(?:(?!not\b)\w+\s+)?(?:the\s+)?(?:funniest|best|winner)\b"
+            rf"|(?<![\w.]){_ONE}\s+wins\b"
             rf"|{_ONE}\s*(?:が|は)?\s*(?:一番|最も|いちばん)\s*(?:面白|おもしろ|良)|{_ONE}\s*(?:最好笑|最有趣|最搞笑|最好)",
             re.I,
         ),
