@@ -268,6 +268,29 @@ def matches(clause: str, patterns: Iterable[tuple[str, re.Pattern]]) -> Iterable
             yield name, match
 
 
+def clause_verdicts(
+    clause: str,
+    *,
+    whole: re.Pattern,
+    patterns: Iterable[tuple[str, re.Pattern]],
+    read: Callable[[re.Match], Any],
+    what: str,
+) -> list[tuple[str, Any]]:
+    """The verdicts one clause states: the clause alone as the verdict ("Two."), else each pattern's match.
+
+    A verdict under a negation ("It's not a 2", "Option 1 is not the funniest") is unclear: unparseable.
+    """
+    alone = whole.fullmatch(clause)
+    if alone:
+        return [("whole_answer", read(alone))]
+    hits = []
+    for name, match in matches(clause, patterns):
+        if negated(clause[: match.start()]):
+            raise Unparseable(f"the answer negates its {what} ({clause.strip()[:60]!r})")
+        hits.append((name, read(match)))
+    return hits
+
+
 def group(match: re.Match) -> str:
     """The first group that took part in the match (alternatives each capture their own)."""
     return next(g for g in match.groups() if g is not None)

@@ -4,13 +4,14 @@ import bisect
 import random
 import re
 import statistics
+from functools import partial
 from typing import Any
 
 from annotation.models import Item
 from annotation.task_types.ordinal import OrdinalScale
 
 from ..prompts.builtin import FUNNINESS_DIGIT
-from .answer_text import NUMBER, VERDICT_END, matches, negated, number, plain, read_statements, statements
+from .answer_text import NUMBER, VERDICT_END, clause_verdicts, number, plain, read_statements, statements
 from .base import JudgingType, Labelled, StudyFacts, json_object
 from .reading import ANSWER_KEYS, Unparseable, first_key, integer, norm
 
@@ -60,24 +61,17 @@ def _by_label(text: str, config: dict[str, Any]) -> int | None:
     return None
 
 
-def _checked(whole: re.Match, config: dict[str, Any]) -> int:
-    """The rating of a whole answer ("3 - Very funny"), its label, when given, agreeing with the scale."""
-    rating = _rating(whole, config)
-    if whole.group(3) and _by_label(whole.group(3), config) != rating:
-        raise Unparseable(f"the rating {rating} and the label {whole.group(3).strip()!r} disagree")
+def _checked(match: re.Match, config: dict[str, Any]) -> int:
+    """The rating a match states; a label given with it ("3 - Very funny") must be that point's on the scale."""
+    rating = _rating(match, config)
+    if match.re is _WHOLE and match.group(3) and _by_label(match.group(3), config) != rating:
+        raise Unparseable(f"the rating {rating} and the label {match.group(3).strip()!r} disagree")
     return rating
 
 
 def _clause_ratings(clause: str, config: dict[str, Any]) -> list[tuple[str, int]]:
-    whole = _WHOLE.fullmatch(clause)
-    if whole:
-        return [("whole_answer", _checked(whole, config))]
-    hits = []
-    for name, match in matches(clause, _STATED):
-        if negated(clause[: match.start()]):
-            raise Unparseable(f"the answer negates its rating ({clause.strip()[:60]!r})")
-        hits.append((name, _rating(match, config)))
-    return hits
+    read = partial(_checked, config=config)
+    return clause_verdicts(clause, whole=_WHOLE, patterns=_STATED, read=read, what="rating")
 
 
 class OrdinalJudging(JudgingType):

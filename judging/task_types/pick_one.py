@@ -2,13 +2,14 @@
 
 import random
 import re
+from functools import partial
 from typing import Any
 
 from annotation.models import Item
 from annotation.task_types.pick_one import PickOne
 
 from ..prompts.builtin import PICK_FUNNIEST
-from .answer_text import NUMBER, ORDINAL, VERDICT_END, group, matches, negated, number, plain, read_statements
+from .answer_text import NUMBER, ORDINAL, VERDICT_END, clause_verdicts, group, number, plain, read_statements
 from .base import ChoiceBaselines, JudgingType, StudyFacts, by_length, json_object
 from .reading import ANSWER_KEYS, Unparseable, choice_number, first_key
 
@@ -47,15 +48,8 @@ def _option(match: re.Match, shown: list[str]) -> str:
 
 
 def _clause_choices(clause: str, shown: list[str]) -> list[tuple[str, str]]:
-    whole = _WHOLE.fullmatch(clause)
-    if whole:
-        return [("whole_answer", _option(whole, shown))]
-    hits = []
-    for name, match in matches(clause, _STATED):
-        if negated(clause[: match.start()]):
-            raise Unparseable(f"the answer negates its choice ({clause.strip()[:60]!r})")
-        hits.append((name, _option(match, shown)))
-    return hits
+    read = partial(_option, shown=shown)
+    return clause_verdicts(clause, whole=_WHOLE, patterns=_STATED, read=read, what="choice")
 
 
 class PickOneJudging(ChoiceBaselines, JudgingType):

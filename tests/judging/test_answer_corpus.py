@@ -131,6 +131,28 @@ def test_no_answer_is_read_as_a_value_it_does_not_mean_and_few_plain_ones_are_re
     assert rate <= NEEDLESSLY_UNPARSEABLE_LIMIT
 
 
+def _judge_answers(*, researcher, study, answers: dict[str, str], structured: bool) -> dict[str, Judgment]:
+    """Run a judge whose endpoint gives, for the item whose prompt holds each marker, that answer."""
+
+    def answer(request):
+        prompt = prompt_text(request)
+        return next(text for marker, text in answers.items() if marker in prompt)
+
+    with ScriptedServer(answer) as server:
+        judge = judge_create(
+            owner=researcher,
+            name="scripted judge",
+            base_url=server.url,
+            model="m",
+            concurrency=1,
+            structured_output=structured,
+            backoff_seconds=0.01,
+        )
+        run = run_create(study=study, judge=judge, enqueue=False)
+        process_run(run_id=run.pk)
+    return {j.item.external_id: j for j in Judgment.objects.filter(rater=judge.rater).select_related("item")}
+
+
 @pytest.mark.django_db
 class TestARunStoresHowEachAnswerWasRead:
     def test_prose_repaired_json_and_a_hedge_are_stored_with_their_method_or_reason(self, researcher, make_study):
@@ -140,24 +162,7 @@ class TestARunStoresHowEachAnswerWasRead:
             "Joke 1-": '{"reasoning": "The second one\nlands.", "decision": "B"}',
             "Joke 2-": "Hard to choose: maybe A or B.",
         }
-
-        def answer(request):
-            prompt = prompt_text(request)
-            return next(text for marker, text in answers.items() if marker in prompt)
-
-        with ScriptedServer(answer) as server:
-            judge = judge_create(
-                owner=researcher,
-                name="prose judge",
-                base_url=server.url,
-                model="m",
-                concurrency=1,
-                structured_output=False,
-                backoff_seconds=0.01,
-            )
-            run = run_create(study=study, judge=judge, enqueue=False)
-            process_run(run_id=run.pk)
-        stored = {j.item.external_id: j for j in Judgment.objects.filter(rater=judge.rater).select_related("item")}
+        stored = _judge_answers(researcher=researcher, study=study, answers=answers, structured=False)
         tie, repaired, hedge = stored["item-0"], stored["item-1"], stored["item-2"]
         assert (tie.status, tie.value) == ("ok", {"choice": "tie"})
         assert tie.provenance["parse"]["method"] == "text_pattern:labelled"
@@ -174,24 +179,7 @@ class TestARunStoresHowEachAnswerWasRead:
             "Joke 1-": '{"reasoning": "A is tighter.", "decision": "A"}\n\nActually, on reflection, B is funnier.',
             "Joke 2-": '{"winner": "A"}',
         }
-
-        def answer(request):
-            prompt = prompt_text(request)
-            return next(text for marker, text in answers.items() if marker in prompt)
-
-        with ScriptedServer(answer) as server:
-            judge = judge_create(
-                owner=researcher,
-                name="reasoning judge",
-                base_url=server.url,
-                model="m",
-                concurrency=1,
-                structured_output=True,
-                backoff_seconds=0.01,
-            )
-            run = run_create(study=study, judge=judge, enqueue=False)
-            process_run(run_id=run.pk)
-        stored = {j.item.external_id: j for j in Judgment.objects.filter(rater=judge.rater).select_related("item")}
+        stored = _judge_answers(researcher=researcher, study=study, answers=answers, structured=True)
         traced, retracted, alias = stored["item-0"], stored["item-1"], stored["item-2"]
         assert (traced.status, traced.value) == ("ok", {"choice": traced.shown_order[1]})
         assert traced.provenance["parse"]["method"] == "text_pattern:comparative"
