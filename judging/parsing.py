@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from annotation.task_types import get_task_type
 
 from .task_types import JudgingType, judging_type
-from .task_types.answer_text import final_statement, strip_reasoning
+from .task_types.answer_text import final_statement, squeeze, strip_reasoning
 from .task_types.reading import Unparseable, find_json_object, first_key, read_json, refuse_unclear
 
 #: Parse methods a judgment can record; a text pattern records ``text_pattern:<its name>``.
@@ -85,14 +85,16 @@ def _read(
     reader: JudgingType, text: str, shown: list[str], config: dict[str, Any], *, structured: bool
 ) -> tuple[Any, dict[str, Any], str]:
     found = read_json(text)
+    # Prose answers are the value itself, kept as written; verdicts are read with spaces squeezed.
+    said = text if reader.reads_prose else squeeze(text)
     if found is None:
-        refuse_unclear(text, hedges=not reader.reads_prose)
-        value, pattern = reader.from_text(text, shown=shown, config=config)
+        refuse_unclear(said, hedges=not reader.reads_prose)
+        value, pattern = reader.from_text(said, shown=shown, config=config)
         return value, {}, f"{TEXT_PATTERN}:{pattern}"
     # An object that fails is not re-read word by word: the model's own structure said otherwise.
     value, extras = reader.from_json(found.obj, shown=shown, config=config)
     if not reader.reads_prose:
-        _not_taken_back(reader, value, text[: found.start] + "\n" + text[found.end :], shown, config)
+        _not_taken_back(reader, value, squeeze(text[: found.start] + "\n" + text[found.end :]), shown, config)
     if not all(first_key(found.obj, key) is not None for key in reader.answer_keys):
         return value, extras, JSON_ALIAS
     method = STRUCTURED if structured and found.whole and found.method == JSON else found.method

@@ -86,6 +86,16 @@ def final_statement(text: str) -> str | None:
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)\n?\s*```", re.S)
 
 
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANK_LINES = re.compile(r"\s*\n\s*")
+
+
+def squeeze(text: str) -> str:
+    """Runs of spaces as one, blank lines as one line break: what a reader sees, and what keeps every
+    pattern's ``\\s*`` from backtracking over a hostile run of thousands of spaces."""
+    return _BLANK_LINES.sub("\n", _SPACES.sub(" ", text))
+
+
 def plain(text: str) -> str:
     """The text as a reader of choices sees it: full-width forms folded (２ → 2, ： → :), fences opened."""
     return _FENCE.sub(lambda m: m.group(1), unicodedata.normalize("NFKC", text)).strip()
@@ -123,7 +133,7 @@ def statements(text: str) -> list[str]:
             sentences[-1] = f"{sentences[-1]} {piece}"
         else:
             sentences.append(piece)
-    if sentences and _DANGLING.search(sentences[-1]):
+    if sentences and _DANGLING.search(sentences[-1][-80:]):
         sentences.pop()
     for sentence in sentences:
         sentence = sentence.strip()
@@ -211,11 +221,11 @@ _CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三"
 _CJK_DIGITS |= {"六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 
 #: A number as a model writes it: digits, an English word, a CJK numeral.
-NUMBER = rf"\d+|\b(?:{'|'.join(_WORDS)})\b|[{''.join(_CJK_DIGITS)}]"
+NUMBER = rf"(?<!\d)\d+|\b(?:{'|'.join(_WORDS)})\b|[{''.join(_CJK_DIGITS)}]"
 #: An ordinal: "third", "3rd", "第三", "3番目", "三つ目".
 ORDINAL = (
     rf"\b(?:{'|'.join(_ORDINALS)})\b|\b\d+(?:st|nd|rd|th)\b|第\s*(?:\d+|[{''.join(_CJK_DIGITS)}])"
-    rf"|(?:\d+|[{''.join(_CJK_DIGITS)}])\s*(?:番目|つ目)"
+    rf"|(?:(?<!\d)\d+|[{''.join(_CJK_DIGITS)}])\s*(?:番目|つ目)"
 )
 
 
@@ -228,6 +238,8 @@ def number(word: str) -> int:
     """The value of a number or ordinal as written ("2", "Two", "third", "3rd", "第三", "二", "3番目")."""
     word = re.sub(r"^第\s*|(?<=\w)\s*(?:番目|つ目)$|(?<=\d)(?:st|nd|rd|th)$", "", word.strip().casefold())
     if word.isdigit():
+        if len(word) > 6:  # no scale or list is this long; int() of thousands of digits raises
+            raise Unparseable(f"{word[:12]}… is not a number on any scale")
         return int(word)
     for table in (_WORDS, _ORDINALS, _CJK_DIGITS):
         if word in table:

@@ -20,7 +20,7 @@ _RATING_KEYS = rf"{ANSWER_KEYS}|rating|score|funniness|grade|评分|分数|得�
 # "3分中2") or with a unit ("2分", "2点", "2 points").
 _POINT = rf"\**({NUMBER})\**(?:\s*(?:/|out\s+of)\s*(\d+|{NUMBER}))?\s*(?:分|点|points?)?\**"
 # "3 - Very funny", and "1 = Somewhat funny" as the prompt lists the scale: the label must be that point's.
-_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*(\D+?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
+_WHOLE = re.compile(rf"\s*(?:a\s+)?{_POINT}\s*(?:[-–—:=(]\s*(\D{{1,80}}?)\)?)?\s*(?:です|だ)?\s*[.。!]?\s*", re.I)
 _STATED = (
     (
         "labelled",

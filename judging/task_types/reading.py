@@ -140,7 +140,7 @@ _HEDGES = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|either|not\s+sure|unsure|hard\s+to\s+say|difficult\s+to\s+say"
     r"|can(?:no|'|’)t\s+decide|could\s+go\s+either)\b|\b\w+\s*,?\s+or\s+(?:possibly|maybe|perhaps)\b"
     r"|(?<![\w*])(?:[AB]|\d+)\s*,?\s*or\s+(?:[AB]|\d+)(?![\w*])"
-    r"|(?:[AB]|\d+)\s*(?:或者?|还是|か)\s*(?:[AB]|\d+)(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9])(?:[AB]|\d+)\s*(?:或者?|还是|か)\s*(?:[AB]|\d+)(?![A-Za-z0-9])"
     r"|也许|或许|说不准|不确定|难以判断|难说|かもしれ|たぶん|多分|どちらとも|分からない|わからない",
     re.I,
 )
@@ -206,7 +206,7 @@ def integer(raw: Any) -> int:
         return raw
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
-    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d{1,6}\s*", raw):
         return int(raw)
     raise Unparseable(f"{str(raw)[:40]!r} is not a whole number")
 

@@ -16,7 +16,7 @@ from annotation.task_types import get_task_type
 from judging.parsing import parse_answer
 from judging.services.judges import judge_create
 from judging.services.runs import process_run, run_create
-from judging.testing.scripted_server import ScriptedServer, prompt_text
+from judging.testing.scripted_server import Reply, ScriptedServer, prompt_text
 
 CORPUS = Path(__file__).parent / "answer_corpus"
 UNPARSEABLE = "unparseable"
@@ -131,7 +131,7 @@ def test_no_answer_is_read_as_a_value_it_does_not_mean_and_few_plain_ones_are_re
     assert rate <= NEEDLESSLY_UNPARSEABLE_LIMIT
 
 
-def _judge_answers(*, researcher, study, answers: dict[str, str], structured: bool) -> dict[str, Judgment]:
+def _judge_answers(*, researcher, study, answers: dict[str, "str | Reply"], structured: bool) -> dict[str, Judgment]:
     """Run a judge whose endpoint gives, for the item whose prompt holds each marker, that answer."""
 
     def answer(request):
@@ -173,11 +173,12 @@ class TestARunStoresHowEachAnswerWasRead:
         assert hedge.provenance["raw_response"]
 
     def test_a_think_trace_is_skipped_and_a_json_answer_taken_back_is_stored_unparseable(self, researcher, make_study):
-        study = make_study(task_type="pairwise", n_items=3, n_candidates=2)
+        study = make_study(task_type="pairwise", n_items=4, n_candidates=2)
         answers = {
             "Joke 0-": "<think>Initially I would choose A, its pun is neat.</think>\nOn reflection the second joke is funnier.",
             "Joke 1-": '{"reasoning": "A is tighter.", "decision": "A"}\n\nActually, on reflection, B is funnier.',
             "Joke 2-": '{"winner": "A"}',
+            "Joke 3-": Reply("B", reasoning_content="Joke A is funnier. Decision: A"),
         }
         stored = _judge_answers(researcher=researcher, study=study, answers=answers, structured=True)
         traced, retracted, alias = stored["item-0"], stored["item-1"], stored["item-2"]
@@ -188,3 +189,7 @@ class TestARunStoresHowEachAnswerWasRead:
         assert "takes it back" in retracted.provenance["parse"]["error"]
         assert (alias.status, alias.value) == ("ok", {"choice": alias.shown_order[0]})
         assert alias.provenance["parse"]["method"] == "json_alias"
+        # The server's separate reasoning is kept as provenance and never read as the answer.
+        beside = stored["item-3"]
+        assert (beside.status, beside.value) == ("ok", {"choice": beside.shown_order[1]})
+        assert "Decision: A" in beside.provenance["raw_response"]
