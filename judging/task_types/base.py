@@ -60,6 +60,8 @@ class JudgingType:
     default_template: ClassVar[str]
     #: Why no baseline answers this type ("" when the baselines below do).
     no_baseline: ClassVar[str] = ""
+    #: The keys the output schema names for the answer itself; read through another name, the method says so.
+    answer_keys: ClassVar[tuple[str, ...]] = ()
     #: The answer is prose by nature (an explanation): hedging words are content, not a hedge between answers.
     reads_prose: ClassVar[bool] = False
 
@@ -80,7 +82,9 @@ class JudgingType:
     def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
         """(raw value, name of the pattern that read it) from an unambiguous plain-text answer; raise Unparseable.
 
-        Called only for answers holding no JSON, after refusals and hedges were refused.
+        Called for answers holding no JSON, after refusals and hedges were refused, and on the prose
+        around a JSON answer to check that it does not take the JSON back. Build on
+        ``answer_text.read_statements`` so that questions, conditionals and contradictions are read alike.
         """
         raise Unparseable("the answer is not the JSON object that was asked for")
 

@@ -6,6 +6,7 @@ people most often marked best and worst).
 """
 
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -13,10 +14,18 @@ from annotation.models import Item
 from annotation.task_types.best_worst import BEST, WORST, BestWorst
 
 from ..prompts.builtin import BEST_WORST
+from .answer_text import NUMBER, ORDINAL, number, plain, statements
 from .base import JudgingType, Labelled, StudyFacts, by_length, json_object
 from .reading import Unparseable, choice_number, first_key, keyed, one
 
-_NUMBER = r"(?:joke\s*|option\s*|#)?\d+(?!\w|\.\d)"
+_NUMBER = rf"(?:joke\s*|option\s*|#|(?:the\s+)?(?={ORDINAL}))?(?:{NUMBER}|{ORDINAL})(?:\s+(?:one|joke))?(?!\w|\.\d)"
+_BEST_KEYS = r"best|funniest|most\s+funny|最好笑|最有趣|最も面白い|一番面白い"
+_WORST_KEYS = r"worst|least\s+funny|least\s+funniest|最不好笑|最无趣|最もつまらない|一番つまらない"
+
+
+def _joke(raw: str, shown: list[str]) -> str:
+    word = re.sub(r"^(?:joke|option|#|the)\s*|\s+(?:one|joke)$", "", raw.strip(), flags=re.I)
+    return choice_number(number(word), shown)
 
 
 def _most_common(positions: Counter, *, besides: int | None = None) -> int | None:
@@ -28,6 +37,7 @@ def _most_common(positions: Counter, *, besides: int | None = None) -> int | Non
 class BestWorstJudging(JudgingType):
     name = BestWorst.name
     default_template = BEST_WORST.name
+    answer_keys = (BEST, WORST)
 
     def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
         number = {"type": "integer", "minimum": 1, "maximum": n_candidates}
@@ -42,12 +52,11 @@ class BestWorstJudging(JudgingType):
         return {BEST: choice_number(best, shown), WORST: choice_number(worst, shown)}, extras
 
     def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
-        best = keyed(text, r"best|funniest|最好笑|最も面白い", _NUMBER)
-        worst = keyed(text, r"worst|least funny|最不好笑|最もつまらない", _NUMBER)
-        return {
-            BEST: choice_number(one(best, "best joke"), shown),
-            WORST: choice_number(one(worst, "worst joke"), shown),
-        }, "labelled"
+        text = plain(text)
+        clauses = statements(text)
+        best = [_joke(raw, shown) for clause in clauses for raw in keyed(clause, _BEST_KEYS, _NUMBER)]
+        worst = [_joke(raw, shown) for clause in clauses for raw in keyed(clause, _WORST_KEYS, _NUMBER)]
+        return {BEST: one(best, "best joke"), WORST: one(worst, "worst joke")}, "labelled"
 
     def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
         best, worst = Counter(), Counter()

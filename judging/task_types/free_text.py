@@ -16,6 +16,7 @@ NO_TEXT_BASELINE = "Baselines do not write text; use an LLM judge for this study
 class MicroEditJudging(JudgingType):
     name = MicroEdit.name
     default_template = MICRO_EDIT.name
+    answer_keys = ("replacement",)
     no_baseline = NO_TEXT_BASELINE
 
     def prompt_variables(self, *, item: Item, config: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +38,7 @@ class MicroEditJudging(JudgingType):
 class ExplanationJudging(JudgingType):
     name = WrittenExplanation.name
     default_template = EXPLAIN_JOKE.name
+    answer_keys = ("text",)
     no_baseline = NO_TEXT_BASELINE
     reads_prose = True
 

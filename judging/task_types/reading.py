@@ -26,6 +26,9 @@ class FoundJson:
     method: str
     #: The object is the whole answer (what structured output returns), not found inside prose or a fence.
     whole: bool
+    #: Where the object stands in the answer, so the prose around it can be read too.
+    start: int = 0
+    end: int = 0
 
 
 # An opening brace that starts a JSON object the model meant ({"key" ...), as opposed to braces in prose.
@@ -97,10 +100,14 @@ def read_json(text: str) -> FoundJson | None:
         if loaded is None or not isinstance(loaded[0], dict):
             continue
         if first is None:
-            first = FoundJson(loaded[0], loaded[1], whole=text[start:end].strip() == stripped)
+            first = FoundJson(loaded[0], loaded[1], text[start:end].strip() == stripped, start, end)
         elif loaded[0] != first.obj:
             raise Unparseable("the answer holds 2 different JSON objects; which one is meant is a guess")
     if first is not None:
+        if open_start is not None and open_start > first.end and _MEANT_OBJECT.match(text, open_start):
+            raise Unparseable(
+                "the JSON answer is followed by another one that is cut off; which one is meant is a guess"
+            )
         return first
     if open_start is not None and _MEANT_OBJECT.match(text, open_start):
         raise Unparseable("the JSON answer is cut off before its end")
@@ -133,14 +140,14 @@ _HEDGES = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|either|not\s+sure|unsure|hard\s+to\s+say|difficult\s+to\s+say"
     r"|can(?:no|'|’)t\s+decide|could\s+go\s+either)\b|\b\w+\s*,?\s+or\s+(?:possibly|maybe|perhaps)\b"
     r"|(?<![\w*])(?:[AB]|\d+)\s*,?\s*or\s+(?:[AB]|\d+)(?![\w*])"
-    r"|(?:[AB]|\d+)\s*(?:或者?|还是|か)\s*(?:[AB]|\d+)(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9])(?:[AB]|\d+)\s*(?:或者?|还是|か)\s*(?:[AB]|\d+)(?![A-Za-z0-9])"
     r"|也许|或许|说不准|不确定|难以判断|难说|かもしれ|たぶん|多分|どちらとも|分からない|わからない",
     re.I,
 )
 
 
 # Quoted words are the joke's, not the judge's: "I can't even" in a quoted punchline is no refusal.
-_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’")
+QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|‘[^’\n]*’")
 
 
 def refuse_unclear(text: str, *, hedges: bool = True) -> None:
@@ -149,7 +156,7 @@ def refuse_unclear(text: str, *, hedges: bool = True) -> None:
     With ``hedges=False`` (prose answers such as explanations) only the opening of the answer is
     checked for a refusal, since an explanation may well say "I can't" about the joke's speaker.
     """
-    own = _QUOTED.sub(" ", text)
+    own = QUOTED.sub(" ", text)
     refusal = _REFUSALS.search(own if hedges else own[:120])
     if refusal:
         raise Unparseable(f"the answer refuses to judge ({refusal.group(0).strip()!r})")
@@ -199,7 +206,7 @@ def integer(raw: Any) -> int:
         return raw
     if isinstance(raw, float) and raw.is_integer():
         return int(raw)
-    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d+\s*", raw):
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d{1,6}\s*", raw):
         return int(raw)
     raise Unparseable(f"{str(raw)[:40]!r} is not a whole number")
 
@@ -223,4 +230,6 @@ def text_field(obj: dict[str, Any], *names: str) -> str:
     raw = first_key(obj, *names)
     if not isinstance(raw, str) or not raw.strip():
         raise Unparseable(f"the JSON answer has no {names[0]}")
+    if re.fullmatch(r"\s*<[^<>]*>\s*", raw):
+        raise Unparseable(f"the answer repeats the prompt's placeholder {raw.strip()[:40]!r} instead of a {names[0]}")
     return raw.strip()

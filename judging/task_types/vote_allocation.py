@@ -1,6 +1,7 @@
 """Vote allocation for an LLM: the numbers of the responses it votes for, repeated for extra votes."""
 
 import random
+import re
 from collections import Counter
 from typing import Any
 
@@ -8,13 +9,15 @@ from annotation.models import Item
 from annotation.task_types.vote_allocation import VoteAllocation
 
 from ..prompts.builtin import VOTE_ALLOCATION
+from .answer_text import plain, statements
 from .base import JudgingType, Labelled, StudyFacts, by_length, by_position, json_object
-from .reading import Unparseable, choice_number, first_key, integer
+from .reading import ANSWER_KEYS, Unparseable, choice_number, first_key, integer, keyed, one
 
 
 class VoteAllocationJudging(JudgingType):
     name = VoteAllocation.name
     default_template = VOTE_ALLOCATION.name
+    answer_keys = ("votes",)
 
     def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
         votes = {
@@ -38,6 +41,20 @@ class VoteAllocationJudging(JudgingType):
         else:
             raise Unparseable("the JSON answer has no list of votes")
         return {"votes": counts}, {}
+
+    def from_text(self, text: str, *, shown: list[str], config: dict[str, Any]) -> tuple[Any, str]:
+        # Only a labelled list ("Votes: 1, 3, 3"): loose numbers in prose are counts, never votes.
+        lists = [
+            re.findall(r"\d+", found)
+            for clause in statements(plain(text))
+            for found in keyed(
+                clause, rf"{ANSWER_KEYS}|votes?|投票|票", r"\d+(?:\s*(?:,|、|and|和|と)\s*\d+)*(?!\w|\.\d)"
+            )
+        ]
+        if not lists:
+            raise Unparseable("no labelled list of votes found in the answer")
+        votes = one([tuple(found) for found in lists], "list of vote")
+        return self.from_json({"votes": list(votes)}, shown=shown, config=config)[0], "labelled"
 
     def constant_from(self, *, config: dict[str, Any], values: Labelled) -> dict[str, Any] | None:
         positions = Counter()

@@ -72,16 +72,19 @@ def answer_for(request: dict[str, Any], *, tie: bool = False) -> str:
     return "Why did the walrus cross the road? To prove it could."
 
 
-def completion_body(content: str, model: str = "fake", finish_reason: str = "stop") -> bytes:
+def completion_body(
+    content: str, model: str = "fake", finish_reason: str = "stop", reasoning_content: str | None = None
+) -> bytes:
+    message = {"role": "assistant", "content": content}
+    if reasoning_content is not None:
+        message["reasoning_content"] = reasoning_content
     return json.dumps(
         {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50},
         }
     ).encode()

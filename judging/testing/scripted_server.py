@@ -26,10 +26,12 @@ from judging.testing import fault_server
 
 @dataclass(frozen=True)
 class Reply:
-    """An answer with a finish reason other than "stop" (say "length": the model ran out of tokens)."""
+    """An answer with a finish reason other than "stop" (say "length": the model ran out of tokens),
+    or with the reasoning a reasoning model's server sends beside the answer (``reasoning_content``)."""
 
     content: str
     finish_reason: str = "stop"
+    reasoning_content: str | None = None
 
 
 Answer = Callable[[dict[str, Any]], "str | Reply"]
@@ -75,7 +77,12 @@ class _Handler(fault_server._Handler):
             self._send(500, b'{"error": {"message": "the scripted answer raised an exception"}}')
             return
         reply = content if isinstance(content, Reply) else Reply(content)
-        self._send(200, fault_server.completion_body(reply.content, request.get("model", "fake"), reply.finish_reason))
+        self._send(
+            200,
+            fault_server.completion_body(
+                reply.content, request.get("model", "fake"), reply.finish_reason, reply.reasoning_content
+            ),
+        )
 
 
 class ScriptedServer(ThreadingHTTPServer):

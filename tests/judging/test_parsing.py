@@ -71,12 +71,13 @@ class TestPairwise:
 
 class TestOrdinal:
     @pytest.mark.parametrize(
-        ("text", "rating"), [("2", 2), ('{"rating": 3}', 3), ("Rating: 1", 1), ('{"rating": "0"}', 0)]
+        ("text", "rating"),
+        [("2", 2), ('{"rating": 3}', 3), ("Rating: 1", 1), ('{"rating": "0"}', 0), ("I would say 2 out of 3", 2)],
     )
     def test_a_digit_is_read(self, text, rating):
         assert parse_answer(task_type="ordinal", text=text, shown_order=[], config=ORDINAL).value == {"rating": rating}
 
-    @pytest.mark.parametrize("text", ["7", "2 or 3", "I would say 2 out of 3", "funny", '{"rating": 2.5}'])
+    @pytest.mark.parametrize("text", ["7", "2 or 3", "I would say 2 out of 5", "funny", '{"rating": 2.5}'])
     def test_out_of_scale_or_ambiguous_answers_are_unparseable(self, text):
         parsed = parse_answer(task_type="ordinal", text=text, shown_order=[], config=ORDINAL)
         assert parsed.value is None, text
