@@ -46,9 +46,7 @@ def assert_paused_with_nothing_failed(run: JudgeRun, no_sleep) -> None:
 
 
 class TestAnEndpointThatNeverAnswered:
-    def test_a_refused_port_pauses_the_run_naming_the_address_without_retrying(
-        self, researcher, make_study, no_sleep
-    ):
+    def test_a_refused_port_pauses_the_run_naming_the_address_without_retrying(self, researcher, make_study, no_sleep):
         port = free_port()
         run = run_against(researcher, make_study, f"http://127.0.0.1:{port}/v1", no_sleep)
         assert_paused_with_nothing_failed(run, no_sleep)

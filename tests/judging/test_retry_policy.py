@@ -173,9 +173,7 @@ class DownThenUp:
 
     structured_mode = "off"
 
-    def __init__(
-        self, clock: FakeClock, *, up_at: float, call_seconds: float = 0.0, unreachable=False, answered=False
-    ):
+    def __init__(self, clock: FakeClock, *, up_at: float, call_seconds: float = 0.0, unreachable=False, answered=False):
         self.clock, self.up_at, self.call_seconds = clock, up_at, call_seconds
         # ``unreachable``: refusals classified as such (ChatBackend's); ``answered``: it answered before.
         self.unreachable, self.answered = unreachable, answered
