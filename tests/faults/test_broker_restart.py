@@ -153,20 +153,25 @@ def broker_holds_messages(server: RedisServer) -> bool:
     )
 
 
+def slow_judge(owner, server: FaultServer, step: str):
+    """A judge two calls at a time on a slow endpoint, so a run lasts long enough to be interrupted."""
+    return judge_create(
+        owner=owner,
+        name="slow judge",
+        base_url=server.url(step),
+        model="fake-model",
+        concurrency=2,
+        timeout_seconds=10,
+        backoff_seconds=0.1,
+    )
+
+
 class TestABrokerRestartMidRun:
     def test_the_resumed_run_judges_every_unit_exactly_once(
         self, researcher, own_redis, queue_on, start_worker, slow_model
     ):
         study = build_study(researcher, task_type="ordinal", n_items=8)
-        judge = judge_create(
-            owner=researcher,
-            name="slow judge",
-            base_url=slow_model.url("slow:1200"),
-            model="fake-model",
-            concurrency=2,
-            timeout_seconds=10,
-            backoff_seconds=0.1,
-        )
+        judge = slow_judge(researcher, slow_model, "slow:1200")
         first = start_worker("doomed")
         run = run_create(study=study, judge=judge, trials=2)  # queued on our Redis once committed
         judgments = Judgment.objects.filter(rater=judge.rater)
@@ -214,15 +219,7 @@ class TestARedisOutageUnderARunningWorker:
         self, researcher, own_redis, queue_on, start_worker, slow_model
     ):
         study = build_study(researcher, task_type="ordinal", n_items=8)
-        judge = judge_create(
-            owner=researcher,
-            name="slow judge",
-            base_url=slow_model.url("slow:1500"),
-            model="fake-model",
-            concurrency=2,
-            timeout_seconds=10,
-            backoff_seconds=0.1,
-        )
+        judge = slow_judge(researcher, slow_model, "slow:1500")
         worker = start_worker("survivor", CeleryWorker.AS_MAKE_RUN)
         run = run_create(study=study, judge=judge, trials=2)
         judgments = Judgment.objects.filter(rater=judge.rater)
