@@ -11,8 +11,8 @@ try after the endpoint is back comes soon. That patience is for an endpoint that
 went away: while the endpoint has never answered (the backend's ``answered``), a
 refused connection or a name that does not resolve gets the ``max_retries`` tries
 only, and the answer says the endpoint is down (``Answer.endpoint_down``), so the
-run can pause with that reason instead of failing every unit the same way. HTTP 429's Retry-After is honoured
-(up to a cap). A client error such as 401 is final at once. After the budget,
+run can pause with that reason instead of failing every unit the same way.
+HTTP 429's Retry-After is honoured (up to a cap). A client error such as 401 is final at once. After the budget,
 the outcome is "unparseable" when at least one answer came back and none
 could be read, else "failed", and the error says how many tries over how long.
 
