@@ -101,7 +101,11 @@ demo: migrate
 run: demo
 	@echo "Starting the Celery worker and the web server on http://$(HOST):$(PORT) (Ctrl-C stops both)"
 	@export $(LOCAL_OUTBOUND); \
-		$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & WORKER=$$!; \
+		( trap 'kill $$CHILD 2>/dev/null; wait; exit' INT TERM; \
+		  while :; do \
+			$(BIN)/celery -A funnybone worker --loglevel=INFO --concurrency=2 & CHILD=$$!; wait $$CHILD; \
+			echo "The Celery worker exited ($$?); starting it again in 2 s"; sleep 2; \
+		  done ) & WORKER=$$!; \
 		DEBUG=$${DEBUG:-1} $(PY) manage.py runserver $(HOST):$(PORT) & WEB=$$!; \
 		trap 'kill $$WORKER $$WEB 2>/dev/null; wait' EXIT INT TERM; \
 		wait $$WEB

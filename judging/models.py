@@ -228,6 +228,8 @@ class JudgeTemplate(models.Model):
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
+    # Stopped by the run itself (its endpoint never answered), with the reason in ``error``; resumable.
+    PAUSED = "paused", "Paused"
     CANCELLED = "cancelled", "Cancelled"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"

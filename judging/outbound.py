@@ -207,14 +207,27 @@ def check_endpoint(url: str) -> None:
         resolve_checked((parts.hostname or "").lower(), parts.port or DEFAULT_PORTS[parts.scheme])
 
 
-def refusal_in(exc: BaseException) -> OutboundRefused | None:
-    """The OutboundRefused behind ``exc`` (the SDK wraps transport errors), if any."""
+def cause_in(exc: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]):
+    """The first exception of ``kinds`` behind ``exc`` (the SDK wraps transport errors), if any."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, OutboundRefused):
+        if isinstance(exc, kinds):
             return exc
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
+
+
+def refusal_in(exc: BaseException) -> OutboundRefused | None:
+    """The OutboundRefused behind ``exc``, if any."""
+    return cause_in(exc, OutboundRefused)
+
+
+def unreachable_in(exc: BaseException) -> str | None:
+    """Why nothing answered at all, if the connection was refused or the host's name does not resolve."""
+    cause = cause_in(exc, (ConnectionRefusedError, socket.gaierror))
+    if cause is None:
+        return None
+    return "connection refused" if isinstance(cause, ConnectionRefusedError) else "the host name does not resolve"
 
 
 class GuardedBackend(httpcore2.SyncBackend):
@@ -224,7 +237,8 @@ class GuardedBackend(httpcore2.SyncBackend):
         try:
             addresses = resolve_checked(host, port)
         except socket.gaierror as exc:
-            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc.strerror}") from None
+            # Kept as the cause: the caller tells a name that does not resolve from other failures.
+            raise httpcore2.ConnectError(f"cannot resolve {host}: {exc.strerror}") from exc
         failure: Exception = httpcore2.ConnectError(f"{host} has no address")
         for address in addresses:
             try:

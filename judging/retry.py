@@ -7,8 +7,12 @@ transport failure is also retried, beyond those tries, while the whole
 question has taken less than ``max_elapsed_seconds`` (waits included): an
 endpoint that restarts for a minute is waited out instead of failing every
 unit in flight. Waits grow exponentially up to ``cap_seconds``, so the first
-try after the endpoint is back comes soon. HTTP 429's Retry-After is honoured
-(up to a cap). A client error such as 401 is final at once. After the budget,
+try after the endpoint is back comes soon. That patience is for an endpoint that
+went away: while the endpoint has never answered (the backend's ``answered``), a
+refused connection or a name that does not resolve gets the ``max_retries`` tries
+only, and the answer says the endpoint is down (``Answer.endpoint_down``), so the
+run can pause with that reason instead of failing every unit the same way.
+HTTP 429's Retry-After is honoured (up to a cap). A client error such as 401 is final at once. After the budget,
 the outcome is "unparseable" when at least one answer came back and none
 could be read, else "failed", and the error says how many tries over how long.
 
@@ -42,11 +46,17 @@ class RetryPolicy:
     # Transport failures are retried past ``max_retries`` until this much time has gone by; 0 = tries only.
     max_elapsed_seconds: float = 0.0
 
-    def may_retry(self, *, tries: int, elapsed: float, delay: float, transport: bool) -> bool:
-        """Whether to try again after ``tries`` tries that took ``elapsed`` seconds, waiting ``delay`` first."""
+    def may_retry(
+        self, *, tries: int, elapsed: float, delay: float, transport: bool, endpoint_down: bool = False
+    ) -> bool:
+        """Whether to try again after ``tries`` tries that took ``elapsed`` seconds, waiting ``delay`` first.
+
+        ``endpoint_down``: the last try could not reach an endpoint that has never answered, so it is not
+        waited out past the tries (a mistyped address would otherwise cost minutes per unit).
+        """
         if tries <= self.max_retries:
             return True
-        return transport and elapsed + delay <= self.max_elapsed_seconds
+        return transport and not endpoint_down and elapsed + delay <= self.max_elapsed_seconds
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based): equal jitter over an exponential step."""
@@ -66,6 +76,8 @@ class Answer:
     error: str = ""
     structured_output: str = "off"
     refusals: list[str] = field(default_factory=list)
+    # Failed because the endpoint could not be reached and had never answered: a reason to pause the run.
+    endpoint_down: bool = False
 
     @property
     def prompt_tokens(self) -> int:
@@ -96,11 +108,11 @@ def ask(
     # Seconds spent on this question: calls as measured by ``clock`` plus the waits asked of ``sleep``
     # (counted as asked, so a test's instant sleep still uses up the budget).
     elapsed = 0.0
-    transport_failure = False
+    transport_failure = endpoint_down = False
     last: Completion | None = None
     last_error = ""
     while not attempts or policy.may_retry(
-        tries=len(attempts), elapsed=elapsed, delay=delay, transport=transport_failure
+        tries=len(attempts), elapsed=elapsed, delay=delay, transport=transport_failure, endpoint_down=endpoint_down
     ):
         if attempts:
             if should_stop():
@@ -126,13 +138,14 @@ def ask(
             if exc.raw:
                 record["raw"] = exc.raw[:2000]
             attempts.append(record)
+            endpoint_down = exc.unreachable and not getattr(backend, "answered", False)
             if not exc.retryable:
                 break
             transport_failure = True
             delay = policy.delay(len(attempts) - 1, rng, exc.retry_after)
             continue
         elapsed += max(0.0, clock() - started)
-        transport_failure = False
+        transport_failure = endpoint_down = False
         got_answer, last = True, completion
         record = {
             "attempt": len(attempts) + 1,
@@ -154,7 +167,14 @@ def ask(
     tries = len(attempts)
     error = f"{last_error} (gave up after {tries} {'try' if tries == 1 else 'tries'} over {elapsed:.1f} s)"
     return Answer(
-        status, None, last, attempts, error=error, structured_output=backend.structured_mode, refusals=refusals
+        status,
+        None,
+        last,
+        attempts,
+        error=error,
+        structured_output=backend.structured_mode,
+        refusals=refusals,
+        endpoint_down=endpoint_down and not got_answer,
     )
 
 

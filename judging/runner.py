@@ -201,6 +201,16 @@ def cancel_run(run: Model) -> bool:
     return bool(changed)
 
 
+def pause_run(run_model: type[Model], *, pk: int, reason: str) -> bool:
+    """Stop an active run that cannot go on as it is (``reason`` says why and what to fix); resuming continues it.
+
+    Its workers see it as they see a cancellation: calls in flight end and their units go back to pending.
+    """
+    return bool(
+        run_model.objects.filter(pk=pk, status__in=ACTIVE_RUN_STATES).update(status=RunStatus.PAUSED, error=reason)
+    )
+
+
 def resume_run(run: Model, *, unit_model: type[Model], enqueue: Callable[[int], None] | None) -> Model:
     """Queue the run again (``enqueue`` its id after commit): unfinished units, or ones held by a dead worker,
     are worked; finished ones are kept. A run that is done with nothing left stays as it is."""

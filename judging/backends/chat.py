@@ -23,7 +23,7 @@ import httpx2
 import openai
 
 from ..keys import redact, scrub
-from ..outbound import check_endpoint, guarded_client, refusal_in
+from ..outbound import check_endpoint, guarded_client, refusal_in, unreachable_in
 
 RAW_LIMIT = 20_000
 # How much of an error body (or of a body that is not a completion) is shown: one line, this long at most.
@@ -39,11 +39,21 @@ MAX_RESPONSE_BYTES = 8 * 2**20
 class CallError(Exception):
     """A call that produced no usable answer. ``retryable`` says whether trying again may help."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None, raw: str = ""):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        raw: str = "",
+        unreachable: bool = False,
+    ):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
         self.raw = raw[:RAW_LIMIT]
+        # Nothing answered at all: the connection was refused or the host's name does not resolve.
+        self.unreachable = unreachable
 
 
 class StructuredOutputRejected(CallError):
@@ -101,6 +111,16 @@ def _redirect_target(error: openai.APIStatusError) -> str:
     return f" to {url.scheme}://{url.netloc.decode('ascii', 'replace')}" if url.host else ""
 
 
+def endpoint_address(base_url: str) -> str:
+    """The base URL as an error message names it: scheme, host, port and path, never credentials or a query."""
+    try:
+        url = httpx2.URL(base_url)
+    except (httpx2.InvalidURL, TypeError, ValueError):
+        return "the judge's base URL"
+    port = f":{url.port}" if url.port else ""
+    return f"{url.scheme}://{url.host}{port}{url.path.rstrip('/')}"
+
+
 class ChatBackend:
     def __init__(
         self,
@@ -123,6 +143,10 @@ class ChatBackend:
         self.timeout = timeout
         self._secret = api_key
         self._lock = threading.Lock()
+        self.address = endpoint_address(base_url)
+        # Whether any call through this backend got an HTTP response: the retry rule waits out
+        # an endpoint that went away, not one that never answered (judging.retry).
+        self.answered = False
         # Every run starts here: a judge saved before a rule changed is held to today's rules.
         check_endpoint(base_url)
         # Keep a pooled connection per request in flight, and send small requests at once
@@ -192,6 +216,7 @@ class ChatBackend:
                         )
                 raw = b"".join(chunks).decode("utf-8", "replace")
         except openai.APIStatusError as exc:
+            self.answered = True
             status, body = exc.status_code, _body(exc)
             if 300 <= status < 400:
                 raise CallError(
@@ -215,10 +240,16 @@ class ChatBackend:
             refused = refusal_in(exc)
             if refused is not None:
                 raise CallError(str(refused), retryable=False) from None
+            unreachable = unreachable_in(exc)
+            if unreachable is not None:
+                raise CallError(
+                    f"could not connect to {self.address}: {unreachable}", retryable=True, unreachable=True
+                ) from None
             raise CallError(f"connection failed: {exc}", retryable=True) from None
         except (httpx2.TransportError, httpx2.StreamError) as exc:
             # Raised while reading the body: a connection cut short, a truncated response.
             raise CallError(f"the response was cut short: {type(exc).__name__}", retryable=True) from None
+        self.answered = True
         latency_ms = int((time.monotonic() - started) * 1000)
         return self._completion(redact(raw, self._secret), latency_ms)
 

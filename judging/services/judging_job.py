@@ -25,7 +25,7 @@ from ..models import JudgeRun, JudgeUnit, UnitOutcome, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
 from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
-from ..runner import complete_unit, release_unit, update_rows
+from ..runner import complete_unit, pause_run, release_unit, update_rows
 from .runs import SWAPPED_TRIAL_OFFSET, unit_assignment
 
 
@@ -322,6 +322,9 @@ class JudgeJob:
         if answer.status == ABANDONED:
             release_unit(unit, attempts=len(answer.attempts))
             return
+        if answer.endpoint_down:
+            self._pause(unit, answer)
+            return
         record = self._answer_record(unit, prepared, answer)
         self._record(unit, prepared.assignment, retry=prepared.retry, **record)
 
@@ -330,7 +333,7 @@ class JudgeJob:
         units in one update (a retry's replacement, rare, goes one by one)."""
         batch: list[tuple[JudgeUnit, Prepared, dict[str, Any]]] = []
         for unit, prepared, answer in results:
-            if answer.status == ABANDONED or prepared.retry:
+            if answer.status == ABANDONED or answer.endpoint_down or prepared.retry:
                 self.finish(unit, prepared, answer)
             else:
                 batch.append((unit, prepared, self._answer_record(unit, prepared, answer)))
@@ -373,6 +376,18 @@ class JudgeJob:
             # A unit another worker finished meanwhile (its lease had run out) keeps what that worker did.
             unless={"status": [UnitStatus.DONE, UnitStatus.FAILED]},
         )
+
+    def _pause(self, unit: JudgeUnit, answer: Answer) -> None:
+        """The endpoint has not answered once in this run: every unit would fail the same way, so the
+        unit goes back to pending and the run pauses with the reason, for the researcher to fix and resume."""
+        release_unit(unit, attempts=len(answer.attempts))
+        reason = redact(failure_kind(answer.error), self._secret)
+        pause_run(
+            JudgeRun,
+            pk=self.run.pk,
+            reason=f"Paused: {reason}. Check the judge's base URL or start its server, then resume the run.",
+        )
+        self.stop.set()
 
     def _answer_record(self, unit: JudgeUnit, prepared: Prepared, answer: Answer) -> dict[str, Any]:
         """The judgment and the unit's record of one answer, as ``_record`` takes them."""

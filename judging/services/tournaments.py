@@ -210,6 +210,9 @@ def _play(tournament_id: int) -> None:
             if run.status == RunStatus.FAILED:
                 tournament_fail(tournament_id=tournament_id, error=f"round {run.pk} failed: {run.error}")
                 return
+            if run.status == RunStatus.PAUSED:  # its endpoint never answered; a tournament has no resume
+                tournament_fail(tournament_id=tournament_id, error=f"round {run.pk} stopped: {run.error}")
+                return
         if not _is_active(tournament_id):
             return
         if open_runs:

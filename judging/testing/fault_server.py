@@ -201,8 +201,9 @@ class FaultServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, port: int = 0) -> None:
+        """``port`` 0 takes a free one; a given port serves an address that refused connections until now."""
+        super().__init__(("127.0.0.1", port), _Handler)
         self._lock = threading.Lock()
         self.tries: Counter = Counter()
         self.steps_served: Counter = Counter()

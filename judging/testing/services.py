@@ -106,9 +106,17 @@ class LlamaServer:
 
 
 class CeleryWorker:
-    """A real ``celery -A funnybone worker`` (solo pool: the task runs in the process we may kill)."""
+    """A real ``celery -A funnybone worker``.
 
-    def __init__(self, *, env: dict[str, str], log: Path, name: str):
+    By default a bare solo worker: the task runs in the process we may kill, with no gossip, mingle
+    or heartbeat. ``AS_MAKE_RUN`` starts it as ``make run`` and production do (a prefork pool and
+    every broker-side bootstep), which is where a broker outage is met.
+    """
+
+    BARE = ("--pool=solo", "--without-gossip", "--without-mingle", "--without-heartbeat")
+    AS_MAKE_RUN = ("--concurrency=2",)
+
+    def __init__(self, *, env: dict[str, str], log: Path, name: str, options: tuple[str, ...] = BARE):
         self.log = log
         self.name = name
         self.proc = subprocess.Popen(
@@ -119,11 +127,8 @@ class CeleryWorker:
                 "-A",
                 "funnybone",
                 "worker",
-                "--pool=solo",
+                *options,
                 "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
                 "-n",
                 f"{name}@%h",
             ],

@@ -46,10 +46,11 @@ def wait_for(predicate, *, what: str, limit: float = WAIT) -> None:
 
 
 class RedisServer:
-    """A throwaway redis-server: no RDB snapshot, no append-only file, so a restart starts empty."""
+    """A throwaway redis-server. By default nothing is saved, so a restart starts empty; a durable
+    one keeps an append-only file, so a restart is an outage that loses nothing, as in production."""
 
-    def __init__(self, port: int, log: Path):
-        self.port, self.log = port, log
+    def __init__(self, port: int, log: Path, *, durable: bool = False):
+        self.port, self.log, self.durable = port, log, durable
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -60,7 +61,8 @@ class RedisServer:
         return redis.Redis.from_url(self.url, socket_connect_timeout=1)
 
     def start(self) -> "RedisServer":
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.durable else ["--appendonly", "no"]
+        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *persistence]
         command += ["--daemonize", "no", "--dir", str(self.log.parent)]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -83,12 +85,14 @@ class RedisServer:
 
 
 @pytest.fixture
-def own_redis(tmp_path):
+def own_redis(request, tmp_path):
+    """The test's own redis-server; ``@pytest.mark.parametrize("own_redis", [True], indirect=True)`` makes it durable."""
     if not Path("/usr/bin/redis-server").exists() and not any(
         (Path(p) / "redis-server").exists() for p in os.environ.get("PATH", "").split(os.pathsep)
     ):
         pytest.skip("needs redis-server on the PATH")
-    server = RedisServer(free_port(), tmp_path / "redis.log").start()
+    durable = getattr(request, "param", False)
+    server = RedisServer(free_port(), tmp_path / "redis.log", durable=durable).start()
     yield server
     server.kill()
 
@@ -125,8 +129,8 @@ def start_worker(transactional_db, own_redis, tmp_path):
     )
     workers: list[CeleryWorker] = []
 
-    def start(name: str) -> CeleryWorker:
-        worker = CeleryWorker(env=env, log=tmp_path / f"{name}.log", name=f"{name}-{os.getpid()}")
+    def start(name: str, options: tuple[str, ...] = CeleryWorker.BARE) -> CeleryWorker:
+        worker = CeleryWorker(env=env, log=tmp_path / f"{name}.log", name=f"{name}-{os.getpid()}", options=options)
         workers.append(worker)
         return worker
 
@@ -149,20 +153,25 @@ def broker_holds_messages(server: RedisServer) -> bool:
     )
 
 
+def slow_judge(owner, server: FaultServer, step: str):
+    """A judge two calls at a time on a slow endpoint, so a run lasts long enough to be interrupted."""
+    return judge_create(
+        owner=owner,
+        name="slow judge",
+        base_url=server.url(step),
+        model="fake-model",
+        concurrency=2,
+        timeout_seconds=10,
+        backoff_seconds=0.1,
+    )
+
+
 class TestABrokerRestartMidRun:
     def test_the_resumed_run_judges_every_unit_exactly_once(
         self, researcher, own_redis, queue_on, start_worker, slow_model
     ):
         study = build_study(researcher, task_type="ordinal", n_items=8)
-        judge = judge_create(
-            owner=researcher,
-            name="slow judge",
-            base_url=slow_model.url("slow:1200"),
-            model="fake-model",
-            concurrency=2,
-            timeout_seconds=10,
-            backoff_seconds=0.1,
-        )
+        judge = slow_judge(researcher, slow_model, "slow:1200")
         first = start_worker("doomed")
         run = run_create(study=study, judge=judge, trials=2)  # queued on our Redis once committed
         judgments = Judgment.objects.filter(rater=judge.rater)
@@ -181,14 +190,56 @@ class TestABrokerRestartMidRun:
         run_resume(run=run)
         wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, what="the resumed run")
 
-        run.refresh_from_db()
-        assert run.status == "done", run.error
-        assert run.units.filter(status="done").count() == UNITS
-        assert judgments.count() == UNITS
-        per_assignment = judgments.values("assignment").annotate(n=Count("id"))
-        assert {row["n"] for row in per_assignment} == {1}
-        per_unit = judgments.values("item_id", "assignment__trial").annotate(n=Count("id"))
-        assert len(per_unit) == UNITS
-        assert Assignment.objects.filter(rater=judge.rater).count() == UNITS
-        assert set(judgments.values_list("status", flat=True)) <= {"ok", "failed"}
-        assert not JudgeUnit.objects.filter(run=run).exclude(status="done").exists()
+        assert_judged_exactly_once(run, judge)
+
+
+def assert_judged_exactly_once(run: JudgeRun, judge) -> None:
+    run.refresh_from_db()
+    judgments = Judgment.objects.filter(rater=judge.rater)
+    assert run.status == "done", run.error
+    assert run.units.filter(status="done").count() == UNITS
+    assert judgments.count() == UNITS
+    per_assignment = judgments.values("assignment").annotate(n=Count("id"))
+    assert {row["n"] for row in per_assignment} == {1}
+    per_unit = judgments.values("item_id", "assignment__trial").annotate(n=Count("id"))
+    assert len(per_unit) == UNITS
+    assert Assignment.objects.filter(rater=judge.rater).count() == UNITS
+    assert set(judgments.values_list("status", flat=True)) <= {"ok", "failed"}
+    assert not JudgeUnit.objects.filter(run=run).exclude(status="done").exists()
+
+
+OUTAGE = 10  # seconds without Redis, as in the report that found the worker dead
+
+
+@pytest.mark.parametrize("own_redis", [True], indirect=True)
+class TestARedisOutageUnderARunningWorker:
+    """Redis goes away for ten seconds and comes back with what it held (a restart, a failover)."""
+
+    def test_the_worker_stays_up_finishes_the_run_and_takes_new_work(
+        self, researcher, own_redis, queue_on, start_worker, slow_model
+    ):
+        study = build_study(researcher, task_type="ordinal", n_items=8)
+        judge = slow_judge(researcher, slow_model, "slow:1500")
+        worker = start_worker("survivor", CeleryWorker.AS_MAKE_RUN)
+        run = run_create(study=study, judge=judge, trials=2)
+        judgments = Judgment.objects.filter(rater=judge.rater)
+        wait_for(lambda: judgments.count() >= 2, what="the first judgments")
+
+        own_redis.kill()
+        time.sleep(OUTAGE)  # the outage itself, not a wait for a result
+        own_redis.start()  # the same port, with the append-only file: the queue and the unacked message are back
+        queue_on()
+
+        wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, what="the run after the outage")
+        assert worker.proc.poll() is None, worker.log.read_text()[-3000:]
+        assert_judged_exactly_once(run, judge)
+
+        # The worker still consumes: a run queued after the outage is judged by the same process.
+        other = judge_create(owner=researcher, name="after the outage", base_url=slow_model.url("ok"), model="m")
+        later = run_create(study=study, judge=other, trials=2)
+        wait_for(lambda: not JudgeRun.objects.get(pk=later.pk).is_active, what="a run queued after the outage")
+        assert_judged_exactly_once(later, other)
+        assert worker.proc.poll() is None
+        assert "Unrecoverable error" not in worker.log.read_text()
+        # The task that ran through the outage was acked once Redis was back, so it is not redelivered later.
+        assert not own_redis.client().hlen("unacked")

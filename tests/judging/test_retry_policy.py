@@ -173,13 +173,15 @@ class DownThenUp:
 
     structured_mode = "off"
 
-    def __init__(self, clock: FakeClock, *, up_at: float, call_seconds: float = 0.0):
+    def __init__(self, clock: FakeClock, *, up_at: float, call_seconds: float = 0.0, unreachable=False, answered=False):
         self.clock, self.up_at, self.call_seconds = clock, up_at, call_seconds
+        # ``unreachable``: refusals classified as such (ChatBackend's); ``answered``: it answered before.
+        self.unreachable, self.answered = unreachable, answered
 
     def complete(self, messages, schema):
         self.clock.now += self.call_seconds
         if self.clock.now < self.up_at:
-            raise CallError("connection failed: Connection refused", retryable=True)
+            raise CallError("connection failed: Connection refused", retryable=True, unreachable=self.unreachable)
         return Completion('{"rating": 2}', "{}", 1, 1, 5, "stop")
 
 
@@ -204,6 +206,22 @@ class TestRetryBudgetOnAFakeClock:
         assert answer.status == OK
         assert 60 <= clock.now <= 60 + RetryPolicy().cap_seconds + 1
         assert len(answer.attempts) > 4
+
+    def test_an_endpoint_that_answered_before_and_refuses_for_a_minute_is_still_waited_out(self):
+        clock = FakeClock()
+        backend = DownThenUp(clock, up_at=60, call_seconds=0.5, unreachable=True, answered=True)
+        answer = ask_against(backend, clock, RetryPolicy(max_elapsed_seconds=120))
+        assert answer.status == OK
+        assert not answer.endpoint_down
+
+    def test_an_endpoint_that_never_answered_gets_its_tries_only_and_is_reported_down(self):
+        clock = FakeClock()
+        backend = DownThenUp(clock, up_at=60, call_seconds=0.5, unreachable=True, answered=False)
+        answer = ask_against(backend, clock, RetryPolicy(max_elapsed_seconds=120))
+        assert answer.status == FAILED
+        assert answer.endpoint_down
+        assert len(answer.attempts) == 4
+        assert clock.now < 8
 
     def test_tries_alone_give_up_within_seconds(self):
         clock = FakeClock()

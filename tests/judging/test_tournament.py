@@ -9,8 +9,9 @@ from scipy import stats
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
 from judging.models import Tournament
 from judging.rankings import current_ratings, standing_rows
-from judging.services.judges import judge_find_or_create
+from judging.services.judges import judge_create, judge_find_or_create
 from judging.services.tournaments import process_tournament, tournament_create, tournament_verdicts
+from judging.testing.services import free_port
 from judging.tournament import Schedule, gap_doubt, round_robin, simulate, swiss_round
 from ratings.stats.leaderboard import MatchVerdict, leaderboard
 
@@ -170,6 +171,20 @@ class TestTournamentInTheDatabase:
         assert len(verdicts) == 9
         board = leaderboard(verdicts, n_resamples=20)
         assert board.ranking == ["terse", "medium", "verbose"]
+
+    def test_a_tournament_whose_endpoint_never_answers_stops_saying_so(self, researcher, settings):
+        settings.FUNNYBONE_JUDGE_RETRY_SECONDS = 120  # production's budget: the address is not waited out anyway
+        source = self.contest(researcher)
+        port = free_port()
+        judge = judge_create(
+            owner=researcher, name="nobody home", base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=0
+        )
+        tournament = tournament_create(owner=researcher, name="cup", source_study=source, judge=judge, enqueue=False)
+        process_tournament(tournament_id=tournament.pk)
+        tournament.refresh_from_db()
+        assert tournament.status == "failed"
+        assert f"could not connect to http://127.0.0.1:{port}/v1: connection refused" in tournament.error
+        assert tournament.runs.get().status == "paused"
 
     def test_a_swiss_tournament_stops_at_its_budget_and_feeds_features(self, researcher, make_llm_judge):
         source = self.contest(researcher, n_prompts=4)

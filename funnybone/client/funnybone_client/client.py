@@ -12,7 +12,8 @@ from urllib.parse import SplitResult, urlsplit
 import httpx2 as httpx
 import yaml
 
-FINISHED = ("done", "failed", "cancelled")
+# "paused": a judge run stopped because its endpoint never answered; it waits for the researcher to resume it.
+FINISHED = ("done", "failed", "cancelled", "paused")
 API = "/api/v1"
 
 
@@ -149,7 +150,7 @@ class Funnybone:
         while True:
             state = self._get(path)
             if done(state):
-                if state.get("status") in ("failed", "cancelled"):
+                if state.get("status") in ("failed", "cancelled", "paused"):
                     raise JobFailed(what, state)
                 return state
             if deadline is not None and time.monotonic() > deadline:
