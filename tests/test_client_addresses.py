@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from funnybone.client.funnybone_client import ForeignAddress, Funnybone, UnexpectedRedirect
+from funnybone.client.funnybone_client import ForeignAddress, Funnybone, JobFailed, UnexpectedRedirect
 
 TOKEN = "researcher-token"
 
@@ -122,3 +122,18 @@ class TestRedirects:
         with client(api) as fb, pytest.raises(UnexpectedRedirect, match="cdn.example.org"):
             fb.download(f"{api.url}/api/v1/exports/1/download/", tmp_path / "export.csv")
         assert not (tmp_path / "export.csv").exists()
+
+
+class TestWaitingForARun:
+    def test_a_paused_run_ends_the_wait_with_the_reason_the_server_gave(self, api):
+        reason = "could not connect to http://127.0.0.1:9/v1: connection refused"
+        api.routes["/api/v1/runs/7/"] = 200, {}, json.dumps({"id": 7, "status": "paused", "error": reason}).encode()
+        with client(api) as fb, pytest.raises(JobFailed) as failed:
+            fb.wait_for_run(7, timeout=5)
+        assert failed.value.state["status"] == "paused"
+        assert "ended paused" in str(failed.value) and reason in str(failed.value)
+
+    def test_a_run_that_finishes_is_returned(self, api):
+        api.routes["/api/v1/runs/8/"] = 200, {}, json.dumps({"id": 8, "status": "done", "error": ""}).encode()
+        with client(api) as fb:
+            assert fb.wait_for_run(8, timeout=5)["status"] == "done"
