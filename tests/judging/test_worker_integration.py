@@ -248,6 +248,36 @@ class TestADeadWorkersRunIsPickedUpWithinALease:
         assert len(per_unit) == 16
         assert {row["n"] for row in per_unit} == {1}
 
+    def test_the_call_slots_of_the_dead_worker_are_free_within_a_lease_not_a_timeout(
+        self, make_study, researcher, fault_server, start_worker, send_task, worker_env
+    ):
+        # One call slot, held by the worker that is killed mid-call. Leased for the judge's timeout
+        # (600 s) plus a margin, as it was, the rescuer would wait ten minutes for it, past the bail-out
+        # below; leased for the run's lease and renewed by the living, it is free once the lease is out.
+        worker_env["FUNNYBONE_RUN_LEASE_SECONDS"] = "4"
+        study = make_study(task_type="ordinal", n_items=6)
+        judge = judge_create(
+            owner=researcher,
+            name="slow judge with one slot",
+            base_url=fault_server.url("slow:1500"),
+            model="fake-model",
+            concurrency=1,
+            timeout_seconds=600,
+            backoff_seconds=0.1,
+        )
+        run = run_create(study=study, judge=judge, enqueue=False)
+        first = start_worker("doomed")
+        send_task("judging.tasks.judge_run_task", run.pk)
+        wait_until(lambda: Judgment.objects.filter(rater=judge.rater).count() >= 2, what="some units judged")
+        first.kill()
+        assert Judgment.objects.filter(rater=judge.rater).count() < 6, "the run finished before the kill"
+
+        start_worker("rescuer")
+        wait_until(lambda: run_has_ended(run.pk), what="the dead worker's run", limit=300)
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert set(Judgment.objects.filter(rater=judge.rater).values_list("status", flat=True)) == {"ok"}
+
 
 class TestAnEndpointRestartIsWaitedOut:
     def test_judgments_during_an_outage_end_ok_not_failed(
