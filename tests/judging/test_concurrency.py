@@ -117,7 +117,9 @@ class TestAdaptiveWidth:
 
 
 class TestTheRunPageNamesTimeouts:
-    def test_timed_out_units_get_advice_to_lower_the_concurrency_or_raise_the_timeout(self, make_study, make_llm_judge):
+    def test_timed_out_units_get_advice_to_lower_the_concurrency_or_raise_the_timeout(
+        self, make_study, make_llm_judge, client, researcher
+    ):
         study = make_study(task_type="ordinal", n_items=2)
         judge = make_llm_judge("hang:2", timeout_seconds=0.3, max_retries=0)
         run = run_create(study=study, judge=judge, enqueue=False)
@@ -126,3 +128,7 @@ class TestTheRunPageNamesTimeouts:
         advice = timeout_advice(run=run, reasons=run_failure_reasons(run=run))
         assert "2 units failed because the endpoint did not answer within the judge's timeout (0.3 s)" in advice
         assert "lower the judge's concurrency" in advice
+        client.force_login(researcher)
+        page = client.get(f"/judging/runs/{run.pk}/").content.decode()
+        assert 'id="timeout-advice"' in page
+        assert "did not answer within the judge&#x27;s timeout (0.3 s)" in page
