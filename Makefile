@@ -15,10 +15,11 @@ LOCAL_OUTBOUND := FUNNYBONE_OUTBOUND_ALLOW_NETWORKS="$${FUNNYBONE_OUTBOUND_ALLOW
 PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3 /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9]; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1 && { command -v $$p; break; }; done)
 
-.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser proxy r axe migrate demo worker clean
+.PHONY: help run test lint format messages venv deps dev-deps llm-deps browser proxy r axe migrate demo worker local-judge clean
 
 help:
 	@echo "make run   - set up and start the platform (web + Celery worker) on http://$(HOST):$(PORT)"
+	@echo "make local-judge - serve the bundled small model (llama.cpp, SmolLM2-135M) for the demo studies' judge"
 	@echo "make test  - set up and run the whole test suite"
 	@echo "make lint  - ruff lint and format check"
 
@@ -112,6 +113,12 @@ run: demo
 
 worker: deps
 	$(BIN)/celery -A funnybone worker --loglevel=INFO
+
+# Beside `make run`, in a second terminal: the bundled SmolLM2-135M on llama.cpp's server at
+# 127.0.0.1:$(LLM_PORT), and the demo studies' judge "SmolLM2-135M (local)" pointed at it (docs/judging.md).
+LLM_PORT ?= 8080
+local-judge: demo llm-deps
+	$(LOCAL_OUTBOUND) $(PY) manage.py local_judge --port $(LLM_PORT)
 
 test: dev-deps llm-deps browser proxy r
 	@start=$$(date +%s); status=0; $(BIN)/pytest $(PYTEST_ARGS) || status=$$?; \

@@ -1,6 +1,7 @@
 """Judge-run throughput against a local endpoint with a fixed artificial latency.
 
     .venv/bin/python bench/bench_judging.py [--latency-ms 200] [--concurrency 1 4 16 64] [--seconds 4 | --items 2000]
+        [--redis-url URL] [--worker BROKER_URL]
 
 An OpenAI-compatible fake server on loopback (``judging.testing.fault_server``,
 in a process of its own so its threads do not compete with the run's for the
@@ -22,6 +23,11 @@ nothing.
 ``--redis-url URL`` runs every level twice: with the call limits held in this
 process (LocMem cache, one worker) and with them held in Redis (shared by
 every worker), to show what the shared limits cost.
+
+``--worker BROKER_URL`` adds a row per level worked by a real Celery worker
+(solo pool, its own process, PostgreSQL and this Redis broker), timed from the
+run's start to its end as the worker recorded them; its "of bare" column is the
+ratio to the bare client measured at the same level in the same run.
 """
 
 import argparse
@@ -72,7 +78,9 @@ class EndpointProcess:
         self.process.wait(timeout=10)
 
 
-def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limits: str = "", items: int = 0) -> dict:
+def bench(
+    concurrency: int, latency_ms: int, seconds: float, server, owner, limits: str = "", items: int = 0, worker=None
+) -> dict:
     from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
     from judging.selectors import run_progress
     from judging.services.judges import judge_create
@@ -91,10 +99,15 @@ def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limi
         timeout_seconds=30,
     )
     run = run_create(study=study, judge=judge, enqueue=False)
-    started = time.perf_counter()
-    process_run(run_id=run.pk)
-    wall = time.perf_counter() - started
-    run.refresh_from_db()
+    if worker is None:
+        started = time.perf_counter()
+        process_run(run_id=run.pk)
+        wall = time.perf_counter() - started
+        run.refresh_from_db()
+    else:
+        run = worker.run(run)
+        # From the worker's start on the run to its end: the worker's own clock, without the broker's delivery.
+        wall = (run.finished_at - run.started_at).total_seconds()
     progress = run_progress(run=run)
     latency = latency_ms / 1000
     ideal = math.ceil(n_items / concurrency) * latency
@@ -108,6 +121,38 @@ def bench(concurrency: int, latency_ms: int, seconds: float, server, owner, limi
         "capacity": concurrency / latency,
         "overhead_ms": max(0.0, wall - ideal) / n_items * 1000,
     }
+
+
+class WorkerProcess:
+    """A real Celery worker (``judging.testing.services.CeleryWorker``, solo pool) on this benchmark's database
+    and a Redis broker; ``run(run)`` sends the run's task and waits for the run to end."""
+
+    def __init__(self, broker_url: str, workdir: Path) -> None:
+        from django.db import connection
+
+        from judging.testing.services import CeleryWorker
+
+        db = connection.settings_dict
+        if not db["ENGINE"].endswith("postgresql"):
+            raise SystemExit("--worker needs PostgreSQL (DATABASE_URL) so the worker process sees the runs")
+        env = dict(os.environ)
+        env.update(CELERY_BROKER_URL=broker_url, LOG_LEVEL="WARNING")
+        self.broker_url = broker_url
+        self.worker = CeleryWorker(env=env, log=workdir / "worker.log", name="bench")
+
+    def run(self, run):
+        from celery import Celery
+
+        from judging.models import JudgeRun
+
+        app = Celery("bench", broker=self.broker_url, set_as_current=False)
+        app.send_task("judging.tasks.judge_run_task", args=[run.pk])
+        while JudgeRun.objects.get(pk=run.pk).is_active:
+            time.sleep(0.2)
+        return JudgeRun.objects.get(pk=run.pk)
+
+    def stop(self) -> None:
+        self.worker.stop()
 
 
 def bare_client(concurrency: int, latency_ms: int, n_calls: int, server) -> float:
@@ -145,6 +190,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="Target run length per level.")
     parser.add_argument("--items", type=int, default=0, help="Items per run (instead of --seconds).")
     parser.add_argument("--redis-url", help="Also run each level with the call limits shared through this Redis.")
+    parser.add_argument(
+        "--worker",
+        metavar="BROKER_URL",
+        help="Also run each level through a real Celery worker on this Redis broker (needs PostgreSQL).",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="fb-bench-") as tmp:
@@ -168,19 +218,29 @@ def main() -> None:
             caches["redis"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": args.redis_url}
         elif "redis" in settings.CACHES["default"]["BACKEND"]:
             caches = {"redis": settings.CACHES["default"]}
+        worker = WorkerProcess(args.worker, Path(tmp)) if args.worker else None
         try:
             for concurrency in args.concurrency:
                 for limits, cache in caches.items():
                     with override_settings(CACHES={"default": cache}):
                         row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits, args.items)
                     bare = bare_client(concurrency, args.latency_ms, row["calls"], server)
-                    print(
-                        f"{row['limits']:>7} {row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} "
-                        f"{row['rate']:>8.1f} {row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} "
-                        f"{row['overhead_ms']:>21.2f} {bare:>13.1f} {row['rate'] / bare:>7.1%}"
-                    )
+                    _print_row(row, bare)
+                if worker is not None:
+                    row = bench(concurrency, args.latency_ms, args.seconds, server, owner, "worker", args.items, worker)
+                    _print_row(row, bare)
         finally:
             server.stop()
+            if worker is not None:
+                worker.stop()
+
+
+def _print_row(row: dict, bare: float) -> None:
+    print(
+        f"{row['limits']:>7} {row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} "
+        f"{row['rate']:>8.1f} {row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} "
+        f"{row['overhead_ms']:>21.2f} {bare:>13.1f} {row['rate'] / bare:>7.1%}"
+    )
 
 
 if __name__ == "__main__":

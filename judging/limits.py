@@ -22,12 +22,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from django.conf import settings
 from django.core.cache import caches
+
+from .concurrency import AdaptiveWidth
 
 logger = logging.getLogger(__name__)
 
-# A slot is leased for the call's whole-response deadline plus this; a worker that dies
-# holding one loses it when the lease runs out, instead of holding it forever.
+# A slot is leased for the call's whole-response deadline plus this, at most for the run's lease
+# (FUNNYBONE_RUN_LEASE_SECONDS), and the worker renews the leases of the slots it holds with its
+# heartbeat (renew_held_slots): a worker that dies holding one loses it when the lease runs out,
+# as its run's units do, instead of holding it for a whole timeout after.
 LEASE_SLACK_SECONDS = 10.0
 # Longest a waiter sleeps before looking again (a lease may have run out meanwhile).
 POLL_SECONDS = 1.0
@@ -55,6 +60,11 @@ class Limits(Protocol):
         """Wait for a place among the calls in flight and reserve a send time.
 
         None when ``should_stop`` turned true before a place came free."""
+        ...
+
+    def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
+        """A call sent at ``started`` (time.monotonic) took ``seconds`` and answered or ``timed_out``:
+        the place count adapts to it (``judging.concurrency``) when the endpoint did not say its own."""
         ...
 
 
@@ -85,24 +95,61 @@ class RateLimiter:
         wait, at = self.reserve()
         return Slot(wait, at)
 
+    def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
+        pass
+
 
 class LocalLimits:
-    """The limits of one judge within this process: a semaphore and a :class:`RateLimiter`."""
+    """The limits of one judge within this process: places counted under a lock, and a :class:`RateLimiter`.
 
-    def __init__(self, *, concurrency: int, per_minute: float, clock: Callable[[], float] = time.monotonic):
+    ``width`` says how many places there are now (``judging.concurrency``); by default ``concurrency``."""
+
+    def __init__(
+        self,
+        *,
+        concurrency: int,
+        per_minute: float,
+        clock: Callable[[], float] = time.monotonic,
+        width: AdaptiveWidth | None = None,
+    ):
         self.concurrency = concurrency
         self.per_minute = per_minute
         self.rate = RateLimiter(per_minute, clock=clock)
-        self._calls = threading.BoundedSemaphore(concurrency) if concurrency > 0 else None
+        self.width = width or AdaptiveWidth(ceiling=concurrency, timeout=0.0, fixed=True)
+        self._in_flight = 0
+        self._freed = threading.Condition()
 
     def hold(self, *, should_stop: Callable[[], bool] = _never) -> Slot | None:
-        if self._calls is None:
+        if self.concurrency <= 0:
             return self.rate.hold()
-        while not self._calls.acquire(timeout=POLL_SECONDS / 4):
-            if should_stop():
-                return None
+        with self._freed:
+            while self._in_flight >= self.width.limit:
+                self._freed.wait(timeout=POLL_SECONDS / 4)
+                if should_stop():
+                    return None
+            self._in_flight += 1
         wait, at = self.rate.reserve()
-        return Slot(wait, at, self._calls.release)
+        return Slot(wait, at, self._give_back)
+
+    def _give_back(self) -> None:
+        with self._freed:
+            self._in_flight -= 1
+            self._freed.notify()
+
+    def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
+        self.width.observe(started=started, seconds=seconds, timed_out=timed_out)
+
+
+def _lua_now(arg: int) -> str:
+    """Lua setting ``now``: microseconds on Redis's clock, or ARGV[arg] when that is not empty (tests)."""
+    return f"""
+local now
+if ARGV[{arg}] ~= '' then
+  now = tonumber(ARGV[{arg}])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end"""
 
 
 # One Redis round trip takes a place and a send time. Times are microseconds on Redis's
@@ -112,14 +159,9 @@ class LocalLimits:
 #   KEYS: places (zset), next send time (string)
 #   ARGV: concurrency (0 = no limit), lease µs, interval µs (0 = no limit), token, now µs or ""
 #   -> {1, µs to wait, send time µs} or {0, µs until the first lease runs out, 0}
-_ACQUIRE = """
-local now
-if ARGV[5] ~= '' then
-  now = tonumber(ARGV[5])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+_ACQUIRE = (
+    _lua_now(5)
+    + """
 local limit = tonumber(ARGV[1])
 if limit > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -144,6 +186,7 @@ if limit > 0 then
 end
 return {1, slot - now, slot}
 """
+)
 
 # Give a place back and wake one waiter (the wake list is capped: a stale wake-up
 # only costs a waiter one more look).
@@ -156,6 +199,38 @@ if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
 end
 return 1
 """
+
+
+# Push the leases of the slots this worker still holds a lease further (never shorter).
+#   KEYS: places; ARGV: lease µs, now µs or "", then the tokens
+_RENEW = (
+    _lua_now(2)
+    + """
+local expires = now + tonumber(ARGV[1])
+local renewed = 0
+for i = 3, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) < expires then
+    redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', expires), ARGV[i])
+    renewed = renewed + 1
+  end
+end
+return renewed
+"""
+)
+
+# The slots this process holds in Redis, by SharedLimits: what renew_held_slots renews.
+_held: dict["SharedLimits", set[str]] = {}
+_held_lock = threading.Lock()
+
+
+def renew_held_slots() -> int:
+    """Renew the leases of every call slot this process holds (called with a run's heartbeat): a live
+    worker keeps its slots however long its calls take; a dead one stops renewing and loses them within
+    a lease. The number of slots renewed."""
+    with _held_lock:
+        held = [(limits, list(tokens)) for limits, tokens in _held.items() if tokens]
+    return sum(limits.renew(tokens) for limits, tokens in held)
 
 
 class SharedLimits:
@@ -185,7 +260,13 @@ class SharedLimits:
         self._lease_us = round(lease_seconds * 1e6)
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._renew = client.register_script(_RENEW)
         self._fallback = fallback or LocalLimits(concurrency=concurrency, per_minute=per_minute)
+        # This process's view of how many places the judge has now (adaptive or fixed): the same as its
+        # per-process fallback's, so a fall back to it keeps what was learned.
+        self.width = getattr(self._fallback, "width", None) or AdaptiveWidth(
+            ceiling=concurrency, timeout=0.0, fixed=True
+        )
         self._clock = clock
         self._warned = False
 
@@ -198,13 +279,22 @@ class SharedLimits:
             try:
                 got, micros, at = self._acquire(
                     keys=self._keys[:2],
-                    args=[self.concurrency, self._lease_us, self._interval_us, token, now],
+                    args=[
+                        self.width.limit if self.concurrency > 0 else 0,
+                        self._lease_us,
+                        self._interval_us,
+                        token,
+                        now,
+                    ],
                 )
             except self._errors as exc:
                 return self._degrade(exc, should_stop)
             if got:
-                release = partial(self._give_back, token) if self.concurrency > 0 else _nothing
-                return Slot(micros / 1e6, at / 1e6, release)
+                if self.concurrency <= 0:
+                    return Slot(micros / 1e6, at / 1e6)
+                with _held_lock:
+                    _held.setdefault(self, set()).add(token)
+                return Slot(micros / 1e6, at / 1e6, partial(self._give_back, token))
             if should_stop():
                 return None
             # Full: sleep until a holder gives a place back (it pushes a wake-up) or the
@@ -215,7 +305,25 @@ class SharedLimits:
             except self._errors:
                 time.sleep(pause)
 
+    def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
+        self.width.observe(started=started, seconds=seconds, timed_out=timed_out)
+
+    def renew(self, tokens: list[str]) -> int:
+        """Push the leases of ``tokens`` (slots this process holds) a lease further; how many were renewed."""
+        now = "" if self._clock is None else str(round(self._clock() * 1e6))
+        try:
+            return int(self._renew(keys=[self._keys[0]], args=[self._lease_us, now, *tokens]))
+        except self._errors as exc:  # they run out on their own; the call goes on
+            logger.warning("could not renew %d call slots (%s)", len(tokens), exc)
+            return 0
+
     def _give_back(self, token: str) -> None:
+        with _held_lock:
+            tokens = _held.get(self)
+            if tokens is not None:
+                tokens.discard(token)
+                if not tokens:
+                    del _held[self]
         try:
             self._release(keys=[self._keys[0], self._keys[2]], args=[token, self.concurrency])
         except self._errors as exc:  # the lease runs out on its own
@@ -232,25 +340,43 @@ _local: dict[str, LocalLimits] = {}
 _local_lock = threading.Lock()
 
 
-def local_limits(*, key: str, concurrency: int, per_minute: float) -> LocalLimits:
-    """This process's limits for ``key``, shared by every run of that judge in the process."""
+def local_limits(
+    *, key: str, concurrency: int, per_minute: float, timeout: float = 0.0, adapt: bool = False
+) -> LocalLimits:
+    """This process's limits for ``key``, shared by every run of that judge in the process (so what its
+    width learned about the endpoint carries over to the next run)."""
     with _local_lock:
         limits = _local.get(key)
-        if limits is None or (limits.concurrency, limits.per_minute) != (concurrency, per_minute):
-            limits = _local[key] = LocalLimits(concurrency=concurrency, per_minute=per_minute)
+        wanted = (concurrency, per_minute, timeout, not adapt)
+        if (
+            limits is None
+            or (
+                limits.concurrency,
+                limits.per_minute,
+                limits.width.timeout,
+                limits.width.fixed,
+            )
+            != wanted
+        ):
+            width = AdaptiveWidth(ceiling=concurrency, timeout=timeout, fixed=not adapt)
+            limits = _local[key] = LocalLimits(concurrency=concurrency, per_minute=per_minute, width=width)
         return limits
 
 
-def call_limits(*, scope: str, pk: int, concurrency: int, per_minute: float, timeout: float) -> Limits:
+def call_limits(
+    *, scope: str, pk: int, concurrency: int, per_minute: float, timeout: float, adapt: bool = False
+) -> Limits:
     """The limits of the judge (``scope="judge"``) or generator with primary key ``pk``.
 
     Shared through Redis when Django's default cache is Redis, else per process.
     ``timeout`` is a call's whole-response deadline: a slot's lease outlives it a little.
+    ``adapt``: the endpoint did not say how many requests it serves at once, so ``concurrency`` is a
+    ceiling and the places in use follow the calls' latencies (``judging.concurrency``).
     """
     from django.core.cache.backends.redis import RedisCache
 
     key = f"{scope}:{pk}"
-    local = local_limits(key=key, concurrency=concurrency, per_minute=per_minute)
+    local = local_limits(key=key, concurrency=concurrency, per_minute=per_minute, timeout=timeout, adapt=adapt)
     cache = caches["default"]
     if not isinstance(cache, RedisCache):
         return local
@@ -259,6 +385,22 @@ def call_limits(*, scope: str, pk: int, concurrency: int, per_minute: float, tim
         key=cache.make_key(f"funnybone:limits:{key}"),
         concurrency=concurrency,
         per_minute=per_minute,
-        lease_seconds=timeout + LEASE_SLACK_SECONDS,
+        lease_seconds=min(timeout + LEASE_SLACK_SECONDS, settings.FUNNYBONE_RUN_LEASE_SECONDS),
         fallback=local,
     )
+
+
+def endpoint_call_limits(
+    *, backend: Any, scope: str, pk: int, concurrency: int, per_minute: float, timeout: float
+) -> tuple[int, Limits]:
+    """How many calls to keep in flight and the limits that hold them, for a judge or generator whose
+    ``backend`` (a ``ChatBackend``) is about to be used: no more than the endpoint says it serves at once;
+    when it does not say, ``concurrency`` is a ceiling the limits adapt under (``judging.concurrency``)."""
+    served = backend.server_slots()
+    width = min(concurrency, served) if served else concurrency
+    if served and served < concurrency:
+        logger.info("%s %s: the endpoint serves %d requests at once; sending no more than that", scope, pk, served)
+    limits = call_limits(
+        scope=scope, pk=pk, concurrency=width, per_minute=per_minute, timeout=timeout, adapt=served is None
+    )
+    return width, limits

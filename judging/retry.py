@@ -18,7 +18,8 @@ could be read, else "failed", and the error says how many tries over how long.
 
 Each call holds a slot of the judge's limits (``judging.limits``) while it is
 sent: a place among the calls in flight and a send time. Waits between
-retries hold none.
+retries hold none. How long each call took (or that it timed out) goes back to
+the limits, whose number of places may follow it (``judging.concurrency``).
 """
 
 import random
@@ -124,7 +125,7 @@ def ask(
             return Answer(ABANDONED, attempts=attempts, error="cancelled", refusals=refusals)
         started = clock()
         try:
-            completion = _send(backend, messages, schema, slot, sleep)
+            completion = _send(backend, messages, schema, slot, sleep, limiter)
         except StructuredOutputRejected as exc:
             # Send the schema another way (or not at all) and ask again at once. Not charged
             # to the retry budget: there are only two ways to step down.
@@ -178,9 +179,20 @@ def ask(
     )
 
 
-def _send(backend: ChatBackend, messages, schema, slot: Slot, sleep: Callable[[float], None]) -> Completion:
+def _send(
+    backend: ChatBackend, messages, schema, slot: Slot, sleep: Callable[[float], None], limiter: Limits
+) -> Completion:
     try:
         sleep(slot.wait)
-        return backend.complete(messages, schema)
+        # Timed from here: the wait for a place and a send time above is ours, not the endpoint's.
+        sent = time.monotonic()
+        try:
+            completion = backend.complete(messages, schema)
+        except CallError as exc:
+            if exc.timed_out:
+                limiter.observe(started=sent, seconds=time.monotonic() - sent, timed_out=True)
+            raise
+        limiter.observe(started=sent, seconds=time.monotonic() - sent, timed_out=False)
+        return completion
     finally:
         slot.release()

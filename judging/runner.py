@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from annotation.jobs import heartbeat
 
+from .limits import renew_held_slots
 from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
 
 logger = logging.getLogger(__name__)
@@ -354,6 +355,7 @@ def drive(
             result.processed += len(finished)
             if time.monotonic() - last_beat >= heartbeat / 2:
                 renew_leases(job.unit_model, token=token, lease=lease)
+                renew_held_slots()  # the judge's call slots this worker holds live as long as its units
                 last_beat = time.monotonic()
     return result
 

@@ -191,6 +191,28 @@ def run_failure_reasons(*, run: JudgeRun) -> list[dict[str, Any]]:
     )
 
 
+def timeout_advice(*, run: JudgeRun, reasons: list[dict[str, Any]]) -> str:
+    """What to do when units failed because the endpoint answered too late ("" when none did).
+
+    A local server that serves fewer requests at once than the judge sends queues the rest, and the
+    time in its queue counts against the timeout (judging.concurrency)."""
+    units = sum(r["units"] for r in reasons if r["outcome"] == UnitOutcome.FAILED and _timed_out(r["reason"]))
+    if not units:
+        return ""
+    judge = run.judge
+    return (
+        f"{units} unit{'s' if units != 1 else ''} failed because the endpoint did not answer within the judge's "
+        f"timeout ({judge.timeout_seconds:g} s). A server that answers fewer requests at once than the judge "
+        f"sends (concurrency {judge.concurrency}) queues the others, and their wait counts: lower the judge's "
+        "concurrency to what the server serves at once (a local llama.cpp server with one slot: 1), or raise "
+        "the timeout, then retry the failed units."
+    )
+
+
+def _timed_out(reason: str) -> bool:
+    return (reason or "").startswith("timed out")
+
+
 class UnitRows:
     """A run's units for its per-item table, in item order, read one page at a time.
 

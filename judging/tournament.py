@@ -97,6 +97,17 @@ def _room(schedule: Schedule, budget: int | None) -> int:
     return max(0, limit - schedule.scheduled)
 
 
+#: Below this many prompts the round robin is the better schedule: on a 20-prompt study adaptive Swiss at a
+#: quarter of the round robin's budget ranks the true strengths clearly worse than the round robin does
+#: (bench/bench_swiss.py, docs/judging.md), so the tournament page recommends the round robin there.
+SWISS_MIN_PROMPTS = 100
+
+
+def swiss_recommended(n_prompts: int) -> bool:
+    """Whether adaptive Swiss is worth its saving on a study of ``n_prompts`` prompts (else: round robin)."""
+    return n_prompts >= SWISS_MIN_PROMPTS
+
+
 #: Elo points per natural-log unit of strength.
 ELO_PER_LOGIT = 400 / math.log(10)
 #: Virtual games between every two contestants in the standard errors only (never in the ratings),

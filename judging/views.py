@@ -24,12 +24,13 @@ from ratings.stats.leaderboard import PRINTED_COLUMNS
 
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
-from .selectors import judge_version_rows, run_failure_reasons, run_progress, run_unit_rows
+from .selectors import judge_version_rows, run_failure_reasons, run_progress, run_unit_rows, timeout_advice
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import retryable_units, run_cancel, run_create, run_resume, run_retry_failed
 from .services.templates import template_choices, template_save, template_versions
 from .services.tournaments import human_check_create, tournament_cancel, tournament_create
+from .tournament import SWISS_MIN_PROMPTS, swiss_recommended
 
 
 def _run_for_user(request: HttpRequest, pk: int) -> JudgeRun:
@@ -189,10 +190,12 @@ def _run_page(request: HttpRequest, run: JudgeRun) -> HttpResponse:
     problems_only = request.GET.get("show") == "problems"
     progress = run_progress(run=run)
     units = Paginator(run_unit_rows(run=run, progress=progress, problems_only=problems_only), UNITS_PER_PAGE)
+    reasons = run_failure_reasons(run=run)
     context = {
         "run": run,
         "progress": progress,
-        "reasons": run_failure_reasons(run=run),
+        "reasons": reasons,
+        "timeout_advice": timeout_advice(run=run, reasons=reasons),
         "units": units.get_page(request.GET.get("page")),
         "problems_only": problems_only,
         "can_retry": not run.is_active and retryable_units(run).exists(),
@@ -307,7 +310,18 @@ def tournament_new(request: HttpRequest, study_pk: int) -> HttpResponse:
     )
     if tournament:
         return redirect("judging:tournament_detail", pk=tournament.pk)
-    return render(request, "judging/tournament_new.html", {"study": study, "form": form})
+    n_prompts = study.items.filter(is_attention_check=False).count()
+    return render(
+        request,
+        "judging/tournament_new.html",
+        {
+            "study": study,
+            "form": form,
+            "n_prompts": n_prompts,
+            "swiss_recommended": swiss_recommended(n_prompts),
+            "swiss_min_prompts": SWISS_MIN_PROMPTS,
+        },
+    )
 
 
 @researcher_required

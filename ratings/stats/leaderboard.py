@@ -14,7 +14,7 @@ Same verdicts, same numbers, wherever they are shown:
   anything random happens, so the order a database returned them in does not
   move Stable Elo;
 - one seed, given by the caller (the seed of the study holding the matches);
-- rows are ranked by rating, ties broken by name.
+- rows are ranked by rating; equal ratings (to the printed 0.1) share a rank, listed by name.
 """
 
 from __future__ import annotations
@@ -176,6 +176,27 @@ def verdict_consistency(verdicts: Sequence[MatchVerdict]) -> OrderConsistency:
     return order_consistency(groups.values())
 
 
+def _position_advice(n_both_orders: int, n_consistent: int) -> str:
+    """What to do about a position bias, given whether the matches were already judged in both orders."""
+    if not n_both_orders:
+        return (
+            "the ranking may reflect the order of presentation more than the jokes. "
+            "Judge both orders (A/B and B/A) and check the consistency."
+        )
+    # Asking for both orders again would change nothing: the swap is already in the ratings.
+    return (
+        f"the matches were judged in both orders, so each order counts equally in the ratings, but only "
+        f"{n_consistent} of {n_both_orders} pairs named the same winner both times: single verdicts follow "
+        "the order, so read close ratings as ties."
+    )
+
+
+def competition_ranks(ratings: Sequence[float]) -> list[int]:
+    """Each rating's rank, equal ratings (as printed, to 0.1) sharing one: 1, 2, 2, 4 (standard competition)."""
+    shown = [round(r, 1) for r in ratings]
+    return [1 + sum(other > mine for other in shown) for mine in shown]
+
+
 def position_figures(verdicts: Sequence[MatchVerdict], consistency: OrderConsistency | None = None) -> PositionFigures:
     """First-position win rate (with its binomial test) and both-orders consistency.
 
@@ -196,8 +217,7 @@ def position_figures(verdicts: Sequence[MatchVerdict], consistency: OrderConsist
         if p_value < POSITION_P_VALUE or outside:
             warning = (
                 f"Position bias: the candidate shown first won {first_wins} of {n} decisive verdicts "
-                f"({100 * rate:.0f}%, binomial p = {p_value:.2g}); the ranking may reflect the order of "
-                "presentation more than the jokes. Judge both orders (A/B and B/A) and check the consistency."
+                f"({100 * rate:.0f}%, binomial p = {p_value:.2g}); " + _position_advice(both.n_pairs, both.consistent)
             )
     return PositionFigures(
         n_decisive=n,
@@ -244,6 +264,8 @@ def leaderboard(
     rates = win_rates(wins)
     games = (wins + wins.T).sum(axis=1)
     order = sorted(range(k), key=lambda i: (-bt.ratings[i], names[i]))
+    # Equal ratings rank as ties; the name only orders the tied rows on the page.
+    ranks = competition_ranks([float(bt.ratings[i]) for i in order])
     standings = [
         Standing(
             rank=rank,
@@ -257,7 +279,7 @@ def leaderboard(
             elo_mean=float(elo.mean[i]),
             elo_sd=float(elo.sd[i]) if math.isfinite(elo.sd[i]) else math.nan,
         )
-        for rank, i in enumerate(order, start=1)
+        for rank, i in zip(ranks, order, strict=True)
     ]
     triads = intransitive_triads(wins)
     warnings = list(bt.warnings)

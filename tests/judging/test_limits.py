@@ -97,6 +97,9 @@ class CountingLimits:
 
         return type(slot)(slot.wait, slot.at, release)
 
+    def observe(self, *, started, seconds, timed_out):
+        self.inner.observe(started=started, seconds=seconds, timed_out=timed_out)
+
 
 class FakeBackend:
     structured_mode = "off"

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from judging.limits import LocalLimits, SharedLimits, call_limits
+from judging.limits import LocalLimits, SharedLimits, call_limits, renew_held_slots
 
 
 @pytest.fixture
@@ -111,6 +111,34 @@ class TestTheSharedConcurrency:
         clock.now += 35
         assert try_hold(limits) is not None  # the first lease ran out; the waiting call's did not
         assert try_hold(limits) is None
+
+    def test_a_living_holder_keeps_its_slot_past_the_lease_by_renewing_it(self, redis_client, judge_key):
+        clock = FakeClock()
+        holder = shared(redis_client, judge_key, concurrency=1, lease_seconds=30, clock=clock)
+        other = shared(redis_client, judge_key, concurrency=1, lease_seconds=30, clock=clock)
+        slot = holder.hold()  # a call that lasts longer than one lease
+        for _ in range(3):
+            clock.now += 20
+            assert renew_held_slots() >= 1
+            assert try_hold(other) is None
+        slot.release()
+        assert try_hold(other) is not None
+
+    def test_a_slot_given_back_is_no_longer_renewed(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=1, clock=FakeClock())
+        limits.hold().release()
+        assert limits.renew([]) == 0
+        assert renew_held_slots() == 0
+
+    def test_the_slot_lease_is_the_run_lease_when_that_is_shorter_than_the_timeout(self, settings):
+        from django.core.cache import caches
+        from django.core.cache.backends.redis import RedisCache
+
+        if not isinstance(caches["default"], RedisCache):
+            pytest.skip("the shared limits need Django's cache on Redis")
+        settings.FUNNYBONE_RUN_LEASE_SECONDS = 30
+        limits = call_limits(scope="judge", pk=999_001, concurrency=1, per_minute=0, timeout=600)
+        assert limits._lease_us == 30_000_000
 
     def test_a_waiter_gets_the_slot_a_holder_gives_back(self, redis_client, judge_key):
         limits = shared(redis_client, judge_key, concurrency=1)

@@ -12,7 +12,15 @@ from judging.rankings import current_ratings, standing_rows
 from judging.services.judges import judge_create, judge_find_or_create
 from judging.services.tournaments import process_tournament, tournament_create, tournament_verdicts
 from judging.testing.services import free_port
-from judging.tournament import Schedule, gap_doubt, round_robin, simulate, swiss_round
+from judging.tournament import (
+    SWISS_MIN_PROMPTS,
+    Schedule,
+    gap_doubt,
+    round_robin,
+    simulate,
+    swiss_recommended,
+    swiss_round,
+)
 from ratings.stats.leaderboard import MatchVerdict, leaderboard
 
 TRUE_ELO = [1300, 1200, 1100, 1000, 900, 800, 700, 600]
@@ -206,3 +214,18 @@ class TestTournamentInTheDatabase:
         verdicts = tournament_verdicts(tournament)
         assert len(verdicts) == 5
         assert all(v.features["humor_mechanisms"] == ["wordplay"] for v in verdicts)
+
+
+class TestTheNewTournamentPage:
+    def test_a_small_study_is_told_to_choose_the_round_robin(self, client, researcher):
+        source = TestTournamentInTheDatabase().contest(researcher, n_prompts=20)
+        client.force_login(researcher)
+        page = client.get(f"/judging/studies/{source.pk}/tournaments/new/").content.decode()
+        assert "This study has 20 prompts: choose the round robin." in page
+
+    def test_a_study_of_a_hundred_prompts_gets_no_such_advice(self, client, researcher):
+        source = TestTournamentInTheDatabase().contest(researcher, n_prompts=SWISS_MIN_PROMPTS)
+        client.force_login(researcher)
+        page = client.get(f"/judging/studies/{source.pk}/tournaments/new/").content.decode()
+        assert "choose the round robin" not in page
+        assert swiss_recommended(SWISS_MIN_PROMPTS) and not swiss_recommended(20)

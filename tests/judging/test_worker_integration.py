@@ -208,31 +208,40 @@ class TestAKilledWorkerLosesNothing:
 
 
 class TestADeadWorkersRunIsPickedUpWithinALease:
-    def test_another_worker_finishes_the_run_without_a_resume(
-        self, make_study, researcher, fault_server, start_worker, send_task, worker_env
-    ):
-        # A short lease, test-sized; the default is 30 s (FUNNYBONE_RUN_LEASE_SECONDS).
+    @pytest.fixture
+    def kill_mid_run(self, make_study, researcher, fault_server, start_worker, send_task, worker_env):
+        """A run of a judge whose every call takes 1.5 s, its worker SIGKILLed once ``judged`` judgments
+        are written; the workers' lease is 4 s, test-sized (the default is 30 s, FUNNYBONE_RUN_LEASE_SECONDS)."""
         worker_env["FUNNYBONE_RUN_LEASE_SECONDS"] = "4"
-        study = make_study(task_type="ordinal", n_items=8)
-        judge = judge_create(
-            owner=researcher,
-            name="slow judge",
-            base_url=fault_server.url("slow:1500"),
-            model="fake-model",
-            concurrency=2,
-            timeout_seconds=10,
-            backoff_seconds=0.1,
-        )
-        run = run_create(study=study, judge=judge, trials=2, enqueue=False)
-        first = start_worker("doomed")
-        send_task("judging.tasks.judge_run_task", run.pk)
-        wait_until(lambda: Judgment.objects.filter(rater=judge.rater).count() >= 3, what="some units judged")
-        first.kill()
-        run.refresh_from_db()
+
+        def start(*, n_items: int, trials: int, judged: int, concurrency: int, timeout_seconds: float):
+            study = make_study(task_type="ordinal", n_items=n_items)
+            judge = judge_create(
+                owner=researcher,
+                name=f"slow judge c{concurrency}",
+                base_url=fault_server.url("slow:1500"),
+                model="fake-model",
+                concurrency=concurrency,
+                timeout_seconds=timeout_seconds,
+                backoff_seconds=0.1,
+            )
+            run = run_create(study=study, judge=judge, trials=trials, enqueue=False)
+            first = start_worker("doomed")
+            send_task("judging.tasks.judge_run_task", run.pk)
+            judgments = Judgment.objects.filter(rater=judge.rater)
+            wait_until(lambda: judgments.count() >= judged, what="some units judged")
+            first.kill()
+            run.refresh_from_db()
+            assert judgments.count() < n_items * trials, "the run finished before the kill"
+            return run, judge
+
+        return start
+
+    def test_another_worker_finishes_the_run_without_a_resume(self, kill_mid_run, start_worker):
+        run, judge = kill_mid_run(n_items=8, trials=2, judged=3, concurrency=2, timeout_seconds=10)
         dead_token = run.claimed_by
         assert dead_token, "the doomed worker did not record itself as the run's driver"
         assert run.status == "running"
-        assert Judgment.objects.filter(rater=judge.rater).count() < 16, "the run finished before the kill"
 
         # No Resume and no task sent: the second worker's own recovery must find the silent run.
         start_worker("rescuer")
@@ -247,6 +256,18 @@ class TestADeadWorkersRunIsPickedUpWithinALease:
         )
         assert len(per_unit) == 16
         assert {row["n"] for row in per_unit} == {1}
+
+    def test_the_call_slots_of_the_dead_worker_are_free_within_a_lease_not_a_timeout(self, kill_mid_run, start_worker):
+        # One call slot, held by the worker that is killed mid-call. Leased for the judge's timeout
+        # (600 s) plus a margin, as it was, the rescuer would wait ten minutes for it, past the bail-out
+        # below; leased for the run's lease and renewed by the living, it is free once the lease is out.
+        run, judge = kill_mid_run(n_items=6, trials=1, judged=2, concurrency=1, timeout_seconds=600)
+
+        start_worker("rescuer")
+        wait_until(lambda: run_has_ended(run.pk), what="the dead worker's run", limit=300)
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert set(Judgment.objects.filter(rater=judge.rater).values_list("status", flat=True)) == {"ok"}
 
 
 class TestAnEndpointRestartIsWaitedOut:

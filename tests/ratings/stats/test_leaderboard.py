@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from ratings.stats.leaderboard import MatchVerdict, leaderboard, position_figures, printed_row
+from ratings.stats.leaderboard import MatchVerdict, competition_ranks, leaderboard, position_figures, printed_row
 
 
 def verdicts(n_rounds=6, seed=3):
@@ -27,10 +27,20 @@ class TestReproducible:
         assert [printed_row(s) for s in first.standings] == [printed_row(s) for s in second.standings]
         assert first.standings == second.standings
 
-    def test_equal_ratings_are_ranked_by_name(self):
+    def test_equal_ratings_share_a_rank_and_are_listed_by_name(self):
         board = leaderboard([MatchVerdict("zed", "amy", 1.0), MatchVerdict("amy", "zed", 1.0)], n_resamples=20)
         assert board.ranking == ["amy", "zed"]
-        assert [s.rank for s in board.standings] == [1, 2]
+        assert [s.rank for s in board.standings] == [1, 1]
+
+    def test_nine_contestants_that_all_tie_are_all_ranked_first(self):
+        names = [f"c{n}" for n in range(9, 0, -1)]
+        ties = [MatchVerdict(a, b, 0.5) for i, a in enumerate(names) for b in names[i + 1 :]]
+        board = leaderboard(ties, n_resamples=20)
+        assert {printed_row(s)[2] for s in board.standings} == {1000.0}
+        assert [printed_row(s)[:2] for s in board.standings] == [[1, f"c{n}"] for n in range(1, 10)]
+
+    def test_a_tie_below_the_leader_skips_the_next_rank(self):
+        assert competition_ranks([1100.0, 1000.04, 999.96, 900.0]) == [1, 2, 2, 4]
 
     def test_it_defaults_to_a_thousand_resamples(self):
         assert leaderboard(verdicts()).n_resamples == 1000
@@ -44,6 +54,23 @@ class TestPosition:
         assert figures.p_value < 0.01
         assert figures.warning.startswith("Position bias: the candidate shown first won 12 of 12")
         assert leaderboard(biased, n_resamples=20).warnings[0] == figures.warning
+
+    def test_a_judge_asked_in_one_order_is_told_to_judge_both(self):
+        biased = [MatchVerdict("x", "y", 1.0, match=f"m{n}", shown_first="x") for n in range(12)]
+        assert "Judge both orders (A/B and B/A)" in position_figures(biased).warning
+
+    def test_a_judge_already_asked_in_both_orders_is_not_told_to_judge_both(self):
+        # Each match judged twice, and each time the candidate shown first won.
+        both = [
+            MatchVerdict("x", "y", 1.0 if first == "x" else 0.0, match=f"m{n}", shown_first=first)
+            for n in range(12)
+            for first in ("x", "y")
+        ]
+        warning = position_figures(both).warning
+        assert warning.startswith("Position bias: the candidate shown first won 24 of 24")
+        assert "Judge both orders" not in warning
+        assert "judged in both orders" in warning
+        assert "only 0 of 12 pairs named the same winner both times" in warning
 
     def test_a_balanced_judge_is_not_flagged(self):
         balanced = [MatchVerdict("x", "y", 1.0 if n % 2 else 0.0, match=f"m{n}", shown_first="x") for n in range(40)]

@@ -1,0 +1,48 @@
+"""The bundled local model judges every demo study with the judge's default settings (``make local-judge``):
+llama.cpp's server with SmolLM2-135M serves one request at a time on this 2-core machine, and no unit
+fails for it (before the judge adapted its concurrency, 6 of 24 pairwise units timed out)."""
+
+from annotation.demo.builder import demo_studies, load_demo
+from judging.local_model import LOCAL_JUDGE_NAME, local_judge
+from judging.models import JudgeConfig, JudgeRun
+from judging.selectors import run_progress
+from judging.services.runs import process_run, run_create
+
+# One item per study keeps the test short; every demo study (so every task type the demo has) is judged. One
+# pairwise study gets more units than the judge's default concurrency (4), so calls queue at the one-slot server
+# as they did when the defaults failed (pairwise answers are the longest).
+ITEMS_PER_STUDY = 1
+QUEUED_ITEMS = 6
+
+
+class TestTheLocalJudgeOnTheDemoStudies:
+    def test_every_demo_study_is_judged_with_the_defaults_and_no_run_is_partial(self, db, llama_server):
+        demo = load_demo()
+        judge, created = local_judge(owner=demo.user, base_url=llama_server.base_url)
+        defaults = JudgeConfig(name="defaults")
+        assert created and judge.name == LOCAL_JUDGE_NAME
+        assert (judge.concurrency, judge.timeout_seconds, judge.max_retries) == (
+            defaults.concurrency,
+            defaults.timeout_seconds,
+            defaults.max_retries,
+        )
+        ended, unparseable, task_types = {}, set(), set()
+        studies = sorted(demo.created + demo.existing, key=lambda study: study.pk)
+        queued = next(study for study in studies if study.task_type == "pairwise")
+        wanted = {study.pk: QUEUED_ITEMS if study == queued else ITEMS_PER_STUDY for study in studies}
+        for study in studies:
+            items = study.items.filter(is_attention_check=False).order_by("position")[: wanted[study.pk]]
+            run = run_create(study=study, judge=judge, items=items, enqueue=False)
+            process_run(run_id=run.pk)
+            run = JudgeRun.objects.get(pk=run.pk)
+            progress = run_progress(run=run)
+            ended[study.name] = (run.status, progress.failed, progress.judged + progress.unparseable)
+            if progress.unparseable:
+                unparseable.add(study.task_type)
+            task_types.add(study.task_type)
+        # No unit failed (no timeout, no refused call): every call got an answer.
+        assert ended == {study.name: ("done", 0, wanted[study.pk]) for study in studies}
+        # The one thing a 135M model gets wrong: a headline edit must be one word, and it writes several.
+        assert unparseable <= {"micro_edit"}
+        assert len(ended) == len(demo_studies())
+        assert task_types == {study.task_type for study in demo_studies()}
