@@ -153,14 +153,14 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
     report["warnings"] = outcomes.warnings + report["warnings"]
     report["rows"] = [
         {
-            "rank": rank,
+            "rank": report["rank"][name],
             "name": name,
             "bt": report["bradley_terry"][name],
             "elo": report["stable_elo"][name],
             "win_rate": report["win_rate"][name],
             "games": report["games"][name],
         }
-        for rank, name in enumerate(report["ranking"], start=1)
+        for name in report["ranking"]
     ]
     return report
 

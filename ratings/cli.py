@@ -233,7 +233,8 @@ def render_text(kind: str, report: dict[str, Any]) -> str:
         width = max([len("contestant"), *(len(name) for name in report["ranking"])])
         lines = [f"{report['n_matches']} matches, {report['n_contestants']} contestants", ""]
         lines.append(f"  {'#':>3}  {'contestant'.ljust(width)}  {'BT rating [95% CI]':<28}  win rate  Stable Elo (sd)")
-        for rank, name in enumerate(report["ranking"], start=1):
+        for name in report["ranking"]:
+            rank = report["rank"][name]
             bt = report["bradley_terry"][name]
             elo = report["stable_elo"][name]
             rate = report["win_rate"][name]

@@ -268,6 +268,8 @@ def leaderboard_dict(board: Leaderboard) -> dict[str, Any]:
         "win_rate": {s.name: s.win_rate for s in rows},
         "games": {s.name: s.games for s in rows},
         "ranking": board.ranking,
+        # Equal ratings share a rank (ratings.stats.leaderboard.competition_ranks).
+        "rank": {s.name: s.rank for s in rows},
         "intransitive_triads": board.intransitive_triads,
         "position": {
             "decisive_verdicts": position.n_decisive,

@@ -96,6 +96,20 @@ class TestWithoutDjango:
         assert "row 3, column 'value': 'x' is not a number" in done.stderr
 
 
+class TestEqualRatingsShareARank:
+    """Three contestants that all tie are one rank, not 1, 2, 3 by name (the leaderboard's rule)."""
+
+    def test_every_contestant_of_an_all_tie_table_is_ranked_first(self, tmp_path):
+        rows = [["a", "b", "winner"], *[[x, y, "tie"] for x, y in (("ann", "bob"), ("bob", "cat"), ("ann", "cat"))]]
+        path = write_csv(tmp_path / "matches.csv", rows)
+        done = funnybone(tmp_path, "analyze", "pairwise", str(path), "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["rank"] == {"ann": 1, "bob": 1, "cat": 1}
+        printed = funnybone(tmp_path, "analyze", "pairwise", str(path)).stdout.splitlines()
+        rows_printed = [line.split()[:2] for line in printed if line.split()[1:2] in (["ann"], ["bob"], ["cat"])]
+        assert rows_printed == [["1", "ann"], ["1", "bob"], ["1", "cat"]]
+
+
 class TestWideAndLongAgree:
     """A wide file with a blank row (an item nobody rated) once gave a null Fleiss' κ and more items than
     the long layout of the same ratings."""
