@@ -211,8 +211,8 @@ class TestADeadWorkersRunIsPickedUpWithinALease:
     def test_another_worker_finishes_the_run_without_a_resume(
         self, make_study, researcher, fault_server, start_worker, send_task, worker_env
     ):
-        # A short lease, test-sized; the default is 30 s (FUNNYBONE_RUN_LEASE_SECONDS).
-        worker_env["FUNNYBONE_RUN_LEASE_SECONDS"] = "4"
+        # A short lease, test-sized; the default is 30 s (FUNNYBONE_JOB_LEASE_SECONDS).
+        worker_env["FUNNYBONE_JOB_LEASE_SECONDS"] = "4"
         study = make_study(task_type="ordinal", n_items=8)
         judge = judge_create(
             owner=researcher,
