@@ -37,7 +37,18 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, models
 
-from .jobs import Beat, Claim, LeaseLost, Recovered, heartbeat, job_claim, new_token, soft_limit_of, time_limit_message
+from .jobs import (
+    Beat,
+    Claim,
+    LeaseLost,
+    Recovered,
+    heartbeat,
+    job_claim,
+    job_drive,
+    new_token,
+    soft_limit_of,
+    time_limit_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +60,8 @@ BASE_BACKOFF_SECONDS = 10
 MAX_BACKOFF_SECONDS = 300
 #: Errors that pass: the database went away (a restart, a failover). Never the job's own fault.
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, InterfaceError)
+#: ...and, for a driven run, its endpoint or broker out of reach for a moment.
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, OSError)
 
 
 def backoff_seconds(retries: int) -> int:
@@ -86,12 +99,14 @@ class JobKind:
     """One kind of background job.
 
     ``fail(pk, reason, token)`` records a final failure where the job's page
-    shows it (``token`` None: whoever holds it). ``claim(pk, token)`` defaults
-    to the exclusive ``job_claim``; driven runs pass ``job_drive``.
-    ``release(pk)`` hands a job back to the queue before a retry (driven runs
-    need none: their units' leases run out). ``recover()`` re-queues or fails
-    this kind's jobs whose workers died. ``transient`` adds errors worth a
-    retry to the database's. ``outcome`` says what the time limit leaves behind.
+    shows it (``token`` None: whoever holds it). A ``driven`` kind (several
+    workers per run, units under their own leases) is claimed with
+    ``job_drive`` and also retries after a network error (its endpoint or
+    broker away); a held one with the exclusive ``job_claim``. ``claim(pk,
+    token)`` replaces either. ``release(pk)`` hands a job back to the queue
+    before a retry (driven runs need none: their units' leases run out).
+    ``recover()`` re-queues or fails this kind's jobs whose workers died.
+    ``outcome`` says what the time limit leaves behind.
     """
 
     name: str
@@ -99,16 +114,23 @@ class JobKind:
     what: str
     fail: Callable[[int, str, str | None], Any]
     recover: Callable[[], Recovered]
+    driven: bool = False
     claim: Callable[[int, str], Claim | None] | None = None
     release: Callable[[int], Any] | None = None
-    transient: tuple[type[BaseException], ...] = ()
     outcome: str = "nothing was written."
     limit_advice: str = ""
 
     def take(self, pk: int, token: str) -> Claim | None:
         if self.claim is not None:
             return self.claim(pk, token)
+        if self.driven:
+            return job_drive(self.model, pk=pk, token=token)
         return job_claim(self.model, pk=pk, token=token)
+
+    @property
+    def transient(self) -> tuple[type[BaseException], ...]:
+        """Errors that pass, worth a retry: the database's, and a driven run's network errors."""
+        return (*DATABASE_ERRORS, *(NETWORK_ERRORS if self.driven else ()))
 
     def status_of(self, pk: int) -> str:
         return self.model.objects.filter(pk=pk).values_list("status", flat=True).first() or "missing"
@@ -163,7 +185,7 @@ def job_task(kind: JobKind, *, name: str | None = None, **options: Any) -> Calla
     ``options`` go to ``shared_task`` (time limits, ``max_retries``; acks_late
     is always on: the claim makes a second delivery harmless).
     """
-    retrying = (*DATABASE_ERRORS, *kind.transient)
+    retrying = kind.transient
 
     def decorate(work: Callable[[Held], Any]) -> Any:
         def run(self, job_id: int) -> str:
@@ -181,7 +203,9 @@ def job_task(kind: JobKind, *, name: str | None = None, **options: Any) -> Calla
                 if kind.release is not None:
                     on_fresh_connection(lambda: kind.release(job_id))
                 if retries >= self.max_retries:
-                    cause = "the database was unavailable" if isinstance(exc, DATABASE_ERRORS) else "of an error"
+                    cause = (
+                        "the database was unavailable" if isinstance(exc, DATABASE_ERRORS) else "a connection failed"
+                    )
                     reason = f"{kind.what} failed after {retries + 1} tries because {cause}: {exc}".strip()
                     on_fresh_connection(lambda: kind.fail(job_id, reason, None))
                     raise

@@ -23,7 +23,6 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
-from annotation.jobs import job_drive
 from annotation.models import Candidate, Item, Study
 from annotation.task_types import get_task_type
 
@@ -366,10 +365,9 @@ GENERATION_RUNS = job_kind_register(
         name="generation runs",
         model=GenerationRun,
         what="The generation run",
-        claim=lambda pk, token: job_drive(GenerationRun, pk=pk, token=token),
+        driven=True,
         fail=lambda pk, reason, token: generation_run_fail(run_id=pk, error=reason),
         recover=generation_runs_recover,
-        transient=(ConnectionError, OSError),
         outcome="the candidates written so far are kept; Resume continues it.",
     )
 )

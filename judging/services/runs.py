@@ -251,7 +251,7 @@ JUDGE_RUNS = job_kind_register(
         ),
         fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
         recover=judge_runs_recover,
-        transient=(ConnectionError, OSError),
+        driven=True,
         outcome="the units judged so far are kept; Resume continues it.",
     )
 )

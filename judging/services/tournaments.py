@@ -21,7 +21,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.job_tasks import JobKind, job_kind_register, job_run
-from annotation.jobs import job_drive
 from annotation.models import Item, Judgment, Study
 from annotation.protocols import humorrank, study_from_template
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
@@ -194,10 +193,9 @@ TOURNAMENTS = job_kind_register(
         name="tournaments",
         model=Tournament,
         what="The tournament",
-        claim=lambda pk, token: job_drive(Tournament, pk=pk, token=token),
+        driven=True,
         fail=lambda pk, reason, token: tournament_fail(tournament_id=pk, error=reason),
         recover=tournaments_recover,
-        transient=(ConnectionError, OSError),
         outcome="the matches judged so far are kept; Resume continues it.",
     )
 )

@@ -224,7 +224,7 @@ class TestRecovery:
         run.refresh_from_db()
         assert run.status == "failed"
         assert run.error == (
-            f"The judge run failed after {judge_run_task.max_retries + 1} tries because of an error: "
+            f"The judge run failed after {judge_run_task.max_retries + 1} tries because a connection failed: "
             "connection refused by 127.0.0.1:9"
         )
 
