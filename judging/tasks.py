@@ -13,9 +13,9 @@ from django.conf import settings
 from annotation.job_tasks import Held, job_task
 
 from .services import judging_job  # noqa: F401 - load the model client once per worker, not per run
-from .services.generation import GENERATION_RUNS, _drive_generation
-from .services.runs import JUDGE_RUNS, _drive_run
-from .services.tournaments import TOURNAMENTS, _play
+from .services.generation import GENERATION_RUNS, generation_run_drive
+from .services.runs import JUDGE_RUNS, run_drive
+from .services.tournaments import TOURNAMENTS, tournament_play
 
 # A run may take hours; it has its own bound (the global one is for shorter work). Resume continues it.
 RUN_OPTIONS = {
@@ -28,14 +28,14 @@ RUN_OPTIONS = {
 
 @job_task(JUDGE_RUNS, **RUN_OPTIONS)
 def judge_run_task(job: Held) -> None:
-    _drive_run(job)
+    run_drive(job)
 
 
 @job_task(GENERATION_RUNS, **RUN_OPTIONS)
 def generation_run_task(job: Held) -> None:
-    _drive_generation(job)
+    generation_run_drive(job)
 
 
 @job_task(TOURNAMENTS, **RUN_OPTIONS)
 def tournament_task(job: Held) -> None:
-    _play(job.pk)
+    tournament_play(job.pk)

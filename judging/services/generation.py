@@ -374,10 +374,11 @@ GENERATION_RUNS = job_kind_register(
 
 
 def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
-    job_run(GENERATION_RUNS, run_id, lambda held: _drive_generation(held, sleep))
+    job_run(GENERATION_RUNS, run_id, lambda held: generation_run_drive(held, sleep))
 
 
-def _drive_generation(held: Held, sleep: Callable[[float], None] = time.sleep) -> None:
+def generation_run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Work a claimed generation run until every unit has its candidate (or the run is cancelled)."""
     run_id = held.pk
     run = GenerationRun.objects.select_related("study").get(pk=run_id)
     try:

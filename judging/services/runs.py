@@ -263,13 +263,14 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
 
     def work(held: Held) -> None:
         nonlocal result
-        result = _drive_run(held, sleep)
+        result = run_drive(held, sleep)
 
     job_run(JUDGE_RUNS, run_id, work, token=token)
     return result
 
 
-def _drive_run(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveResult:
+def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveResult:
+    """Work a claimed judge run: make its units if the worker is to, then judge them until none is left."""
     from .judging_job import JudgeJob
 
     run_id = held.pk

@@ -203,10 +203,10 @@ TOURNAMENTS = job_kind_register(
 
 def process_tournament(*, tournament_id: int) -> None:
     """Play the tournament to its end: finish an open round, then schedule and judge rounds until done."""
-    job_run(TOURNAMENTS, tournament_id, lambda held: _play(held.pk))
+    job_run(TOURNAMENTS, tournament_id, lambda held: tournament_play(held.pk))
 
 
-def _play(tournament_id: int) -> None:
+def tournament_play(tournament_id: int) -> None:
     tournament = Tournament.objects.select_related("match_study", "source_study", "judge__rater").get(pk=tournament_id)
     names, prompts = _contestants(tournament.source_study)
     rng = random.Random(tournament.seed)  # noqa: S311 - scheduling, not security

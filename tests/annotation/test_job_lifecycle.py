@@ -218,7 +218,7 @@ class TestRecovery:
         def endpoint_gone(held: Held, **kwargs):
             raise ConnectionError("connection refused by 127.0.0.1:9")
 
-        with mock.patch("judging.tasks._drive_run", endpoint_gone):
+        with mock.patch("judging.tasks.run_drive", endpoint_gone):
             result = judge_run_task.apply(args=[run.pk], retries=judge_run_task.max_retries)
         assert result.failed()
         run.refresh_from_db()
