@@ -1,15 +1,24 @@
-"""Background jobs held under a lease: claim, heartbeat, finish, fail, and recovery of dead holders.
+"""What a background job's lease is: its status, claim, heartbeat, finish, fail, and recovery of dead holders.
 
-One building block for every record a Celery worker works on (item and
-protocol imports, exports, alignment reports): a
-model inherits ``LeasedJob`` and calls these functions with its class.
+The one home of the lease for everything a Celery worker works on: item and
+protocol imports, exports, stored reports (held: one worker at a time, a
+model inheriting ``LeasedJob``) and judge runs, generation runs and
+tournaments (driven: several workers may work one run, each unit claimed
+under its own lease; ``judging.models.Driven``). Both kinds share one status
+vocabulary (``JobStatus``), one lease and one heartbeat setting
+(``FUNNYBONE_JOB_LEASE_SECONDS``, ``FUNNYBONE_JOB_HEARTBEAT_SECONDS``) and one
+recovery loop; ``annotation.job_tasks`` is the building block that runs a job
+through claim → heartbeat → work → finish or fail.
 
 - ``job_claim`` moves a queued job (or one whose holder stopped beating) to
   running with a conditional update, under a token naming the holder; a
-  redelivered task that loses the race does nothing.
+  redelivered task that loses the race does nothing. ``job_drive`` is the
+  claim of a driven run: not exclusive, it only names the latest driver.
+  Both return a ``Claim``, the only thing ``heartbeat`` accepts.
 - ``heartbeat`` renews ``heartbeat_at`` from a background thread while the
   holder works. It uses its own database connection, so the beat is visible
-  even while the holder's long transaction is still open.
+  even while the holder's long transaction is still open; it never starts
+  inside a transaction, where the claim is not committed yet.
 - ``job_finish`` and ``job_fail`` end a job; finishing is conditional on the
   token still holding it, so a holder that lost its lease cannot overwrite
   what recovery (or a newer holder) recorded.
@@ -40,13 +49,19 @@ logger = logging.getLogger(__name__)
 
 
 class JobStatus(models.TextChoices):
+    """Where every background job stands. Only driven runs are cancelled (their Cancel button)."""
+
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
+    # A driven run stopped by itself (its endpoint never answered), the reason in ``error``; resumable.
+    PAUSED = "paused", "Paused"
+    CANCELLED = "cancelled", "Cancelled"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
 
 
-FINISHED = (JobStatus.DONE, JobStatus.FAILED)
+ACTIVE = (JobStatus.QUEUED, JobStatus.RUNNING)
+FINISHED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class LeasedJob(models.Model):
@@ -75,23 +90,43 @@ class LeasedJob(models.Model):
 
 
 def lease_seconds() -> float:
+    """How long a job (or a run's unit) stays with a worker after its last sign of life."""
     return float(settings.FUNNYBONE_JOB_LEASE_SECONDS)
 
 
 def heartbeat_seconds() -> float:
+    """How often a working holder renews its lease: several times per lease, so one missed beat is no death."""
     return float(settings.FUNNYBONE_JOB_HEARTBEAT_SECONDS)
+
+
+def recovery_seconds() -> float:
+    """How often each worker looks for jobs of dead workers: every half lease, so a dead worker's job moves
+    again within about a lease and a half; never less often than ``FUNNYBONE_RECOVERY_SECONDS``, whose 0
+    turns the periodic look off (the one at worker start stays)."""
+    if settings.FUNNYBONE_RECOVERY_SECONDS <= 0:
+        return 0.0
+    return min(float(settings.FUNNYBONE_RECOVERY_SECONDS), lease_seconds() / 2)
 
 
 def new_token() -> str:
     return uuid.uuid4().hex[:32]
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A job this worker claimed (``job_claim``, ``job_drive``): what ``heartbeat`` needs to beat for it."""
+
+    model: type[models.Model]
+    pk: int
+    token: str
+
+
 def _stale(now: datetime, lease: float) -> Q:
     return Q(status=JobStatus.RUNNING, heartbeat_at__lt=now - timedelta(seconds=lease))
 
 
-def job_claim(model: type[LeasedJob], *, pk: int, token: str, lease: float | None = None) -> bool:
-    """Take a queued job, or a running one whose holder stopped beating; False if someone else has it or it ended."""
+def job_claim(model: type[LeasedJob], *, pk: int, token: str, lease: float | None = None) -> Claim | None:
+    """Take a queued job, or a running one whose holder stopped beating; None if someone else has it or it ended."""
     now = timezone.now()
     claimable = Q(status=JobStatus.QUEUED) | _stale(now, lease_seconds() if lease is None else lease)
     updated = model.objects.filter(claimable, pk=pk).update(
@@ -102,7 +137,20 @@ def job_claim(model: type[LeasedJob], *, pk: int, token: str, lease: float | Non
         heartbeat_at=now,
         finished_at=None,
     )
-    return updated == 1
+    return Claim(model, pk, token) if updated == 1 else None
+
+
+def job_drive(model: type[models.Model], *, pk: int, token: str, **fields: Any) -> Claim | None:
+    """Mark an active driven run (judge run, generation, tournament) running, driven by ``token`` from now.
+
+    Not exclusive: a second driver takes the heartbeat over and both work the
+    run's units, each unit claimed once under its own lease. ``fields`` are set
+    with it (e.g. a first ``started_at``). None when the run has ended.
+    """
+    updated = model.objects.filter(pk=pk, status__in=ACTIVE).update(
+        status=JobStatus.RUNNING, claimed_by=token, heartbeat_at=timezone.now(), **fields
+    )
+    return Claim(model, pk, token) if updated else None
 
 
 def job_heartbeat(model: type[LeasedJob], *, pk: int, token: str) -> bool:
@@ -153,14 +201,20 @@ class Beat:
 
 
 @contextmanager
-def heartbeat(model: type[LeasedJob], *, pk: int, token: str, every: float | None = None) -> Iterator[Beat]:
-    """Renew the job's lease every ``every`` seconds from a daemon thread until the block ends.
+def heartbeat(claim: Claim, *, every: float | None = None) -> Iterator[Beat]:
+    """Renew the claimed job's lease every ``every`` seconds from a daemon thread until the block ends.
 
-    Start it only after the claim committed (never inside the request's
-    transaction: the thread's connection could not see an uncommitted job).
+    It beats only for a ``Claim`` (so never before the claim) and only once
+    the claim has committed: inside a transaction (a request's, a test's) the
+    thread's own connection could not see the claimed row, or would wait on
+    its lock, so no thread starts there and the block runs unbeaten.
     """
     interval = heartbeat_seconds() if every is None else every
     beat = Beat()
+    if connection.in_atomic_block:
+        yield beat
+        return
+    model, pk, token = claim.model, claim.pk, claim.token
     stop = threading.Event()
 
     def run() -> None:
@@ -190,9 +244,9 @@ def soft_limit_of(task: Any) -> float:
     return limits[1] or task.soft_time_limit or settings.CELERY_TASK_SOFT_TIME_LIMIT
 
 
-def time_limit_message(seconds: float, *, what: str) -> str:
+def time_limit_message(seconds: float, *, what: str, outcome: str = "nothing was written.") -> str:
     span = f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} second{'' if seconds == 1 else 's'}"
-    return f"{what} took longer than the {span} time limit and was stopped; nothing was written."
+    return f"{what} took longer than the {span} time limit and was stopped; {outcome}"
 
 
 def stale_jobs(model: type[LeasedJob], *, now: datetime | None = None, lease: float | None = None) -> models.QuerySet:

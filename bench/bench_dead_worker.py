@@ -13,7 +13,7 @@ for the judge's timeout plus a margin, ``judging.limits``).
         .venv/bin/python bench/bench_dead_worker.py [--lease 30]
 
 The database is migrated and gets one study. Give it a Redis database of your own: it is the broker.
-``--lease`` sets FUNNYBONE_RUN_LEASE_SECONDS for the workers (ignored by code
+``--lease`` sets FUNNYBONE_JOB_LEASE_SECONDS for the workers (ignored by code
 that predates it).
 """
 
@@ -59,7 +59,7 @@ def wait(predicate, what: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lease", type=int, default=None, help="FUNNYBONE_RUN_LEASE_SECONDS for the workers")
+    parser.add_argument("--lease", type=int, default=None, help="FUNNYBONE_JOB_LEASE_SECONDS for the workers")
     args = parser.parse_args()
     broker = os.environ["REDIS_URL"]
     call_command("migrate", verbosity=0)
@@ -79,7 +79,7 @@ def main() -> None:
     run = run_create(study=study, judge=judge, trials=2)  # queued after commit (autocommit here)
     env = {**os.environ, "CELERY_BROKER_URL": broker, "DB_CONN_MAX_AGE": "0"}
     if args.lease is not None:
-        env["FUNNYBONE_RUN_LEASE_SECONDS"] = str(args.lease)
+        env["FUNNYBONE_JOB_LEASE_SECONDS"] = str(args.lease)
     logs = Path(tempfile.mkdtemp(prefix="bench-dead-worker-"))
     judgments = Judgment.objects.filter(rater=judge.rater)
     doomed = CeleryWorker(env=env, log=logs / "doomed.log", name="doomed")

@@ -4,6 +4,7 @@ Secrets may also come from a file named by ``NAME_FILE`` (Docker/K8s secrets).
 """
 
 import os
+import warnings
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -21,8 +22,15 @@ def env_bool(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, formerly: tuple[str, ...] = ()) -> int:
+    """``name`` as an int; when unset, the first of its ``formerly`` names that is set (with a warning)."""
     value = os.environ.get(name)
+    if value in (None, ""):
+        for old in formerly:
+            value = os.environ.get(old)
+            if value not in (None, ""):
+                warnings.warn(f"{old} is deprecated; set {name} instead", FutureWarning, stacklevel=2)
+                break
     return int(value) if value not in (None, "") else default
 
 

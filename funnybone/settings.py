@@ -187,10 +187,17 @@ FUNNYBONE_DENSE_MATRIX_CELLS = env_int("FUNNYBONE_DENSE_MATRIX_CELLS", 25_000_00
 FUNNYBONE_IMPORT_MAX_BYTES = env_int("FUNNYBONE_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
 # Item and protocol files up to this size are imported while the researcher waits; bigger ones by a worker.
 FUNNYBONE_IMPORT_INLINE_MAX_BYTES = env_int("FUNNYBONE_IMPORT_INLINE_MAX_BYTES", 1024 * 1024)
-# Background jobs (imports) hold a lease renewed by a heartbeat; a running job silent for longer
-# than the lease belongs to a dead worker and is re-queued (up to the attempts) or marked failed.
-FUNNYBONE_JOB_LEASE_SECONDS = env_int("FUNNYBONE_JOB_LEASE_SECONDS", 120)
-FUNNYBONE_JOB_HEARTBEAT_SECONDS = env_int("FUNNYBONE_JOB_HEARTBEAT_SECONDS", 10)
+# Every background job (imports, exports, reports, judge runs, generations, tournaments, and a run's
+# units) holds one lease renewed by a heartbeat; a job silent for longer than the lease belongs to a
+# dead worker and is re-queued (up to its attempts) or marked failed (annotation.jobs). The former
+# FUNNYBONE_RUN_LEASE_SECONDS is read when this is unset.
+FUNNYBONE_JOB_LEASE_SECONDS = max(
+    2, env_int("FUNNYBONE_JOB_LEASE_SECONDS", 30, formerly=("FUNNYBONE_RUN_LEASE_SECONDS",))
+)
+# Several beats per lease, so one late beat (a busy database) is not taken for a death.
+FUNNYBONE_JOB_HEARTBEAT_SECONDS = env_int("FUNNYBONE_JOB_HEARTBEAT_SECONDS", max(1, FUNNYBONE_JOB_LEASE_SECONDS // 3))
+if FUNNYBONE_JOB_HEARTBEAT_SECONDS * 2 > FUNNYBONE_JOB_LEASE_SECONDS:
+    raise RuntimeError("FUNNYBONE_JOB_HEARTBEAT_SECONDS must be at most half of FUNNYBONE_JOB_LEASE_SECONDS")
 FUNNYBONE_IMPORT_MAX_ATTEMPTS = env_int("FUNNYBONE_IMPORT_MAX_ATTEMPTS", 2)
 
 REST_FRAMEWORK = {
@@ -312,12 +319,9 @@ FUNNYBONE_TRUSTED_PROXY_COUNT = max(0, env_int("FUNNYBONE_TRUSTED_PROXY_COUNT", 
 FUNNYBONE_LOGIN_FAILURE_LIMIT = env_int("FUNNYBONE_LOGIN_FAILURE_LIMIT", 5)
 FUNNYBONE_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("FUNNYBONE_LOGIN_ADDRESS_FAILURE_LIMIT", 50)
 FUNNYBONE_LOGIN_LOCKOUT_SECONDS = max(1, env_int("FUNNYBONE_LOGIN_LOCKOUT_SECONDS", 15 * 60))
-# How often each Celery worker looks for judge/generation runs and tournaments whose
-# queued message was lost (no live lease, no progress) and queues them again; 0 = only at start-up.
+# The longest each Celery worker waits between looks for jobs of dead workers (it looks every half
+# lease when that is sooner, annotation.jobs.recovery_seconds); 0 = only at start-up.
 FUNNYBONE_RECOVERY_SECONDS = env_int("FUNNYBONE_RECOVERY_SECONDS", 300)
-# A judge run, generation or tournament whose worker sent no heartbeat for this long counts as
-# dead and is handed to another worker; workers look every half lease (judging.services.recovery).
-FUNNYBONE_RUN_LEASE_SECONDS = max(2, env_int("FUNNYBONE_RUN_LEASE_SECONDS", 30))
 # A model call that fails in transport (refused, 5xx, timeout) is retried, beyond the judge's
 # retries, until this many seconds have passed: an endpoint restart of a minute is waited out.
 FUNNYBONE_JUDGE_RETRY_SECONDS = max(0, env_int("FUNNYBONE_JUDGE_RETRY_SECONDS", 120))

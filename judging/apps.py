@@ -19,3 +19,6 @@ class JudgingConfig(AppConfig):
         register_price_source(judge_prices)
         # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.
         register_kind(StudyReport.Kind.TOURNAMENT, tournament_figures)
+        # Judge runs, generation runs and tournaments are job kinds (judging.tasks registers them), so the
+        # one recovery loop every worker runs (annotation.tasks.recover_stale_jobs_task) recovers them too.
+        from . import tasks  # noqa: F401

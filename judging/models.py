@@ -20,6 +20,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
+from annotation.jobs import ACTIVE, JobStatus
 from annotation.models import Item, Rater, Study
 
 ENV_NAME = RegexValidator(r"^[A-Za-z_][A-Za-z0-9_]*$", "An environment variable name: letters, digits and _.")
@@ -225,17 +226,9 @@ class JudgeTemplate(models.Model):
         return f"{self.judge} uses {self.template} for {self.task_type}"
 
 
-class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    # Stopped by the run itself (its endpoint never answered), with the reason in ``error``; resumable.
-    PAUSED = "paused", "Paused"
-    CANCELLED = "cancelled", "Cancelled"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-ACTIVE_RUN_STATES = (RunStatus.QUEUED, RunStatus.RUNNING)
+# Runs, generations and tournaments speak the one status vocabulary of background jobs.
+RunStatus = JobStatus
+ACTIVE_RUN_STATES = ACTIVE
 
 
 class UnitStatus(models.TextChoices):

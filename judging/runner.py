@@ -19,27 +19,26 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import Min, Model, Q
 from django.utils import timezone
 
-from annotation.jobs import heartbeat
+from annotation.jobs import lease_seconds
 
 from .limits import renew_held_slots
 from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
 
 logger = logging.getLogger(__name__)
 
-# One lease for a run's heartbeat and its units' claims: a worker silent for this long is taken for dead.
-LEASE_SECONDS = settings.FUNNYBONE_RUN_LEASE_SECONDS
+# The one job lease (annotation.jobs) also bounds a unit's claim: a worker silent for this long is taken for dead.
+LEASE_SECONDS = lease_seconds()
+# How often the drive loop wakes to renew its units' claims and look for work (not the run's heartbeat).
 HEARTBEAT_SECONDS = min(2.0, LEASE_SECONDS / 3)
 
 
@@ -154,34 +153,6 @@ def update_rows(
     with connection.cursor() as cursor:
         cursor.execute(sql, values + params)
         return cursor.rowcount
-
-
-def run_take(run_model: type[Model], *, pk: int, token: str, **fields: Any) -> bool:
-    """Mark an active run (or tournament) running and driven by ``token``, its heartbeat starting now.
-
-    Not exclusive: a second driver takes the heartbeat over and both work the units, each claimed once.
-    ``fields`` are set with it (e.g. a first ``started_at``). False when the run has ended.
-    """
-    now = timezone.now()
-    return bool(
-        run_model.objects.filter(pk=pk, status__in=ACTIVE_RUN_STATES).update(
-            status=RunStatus.RUNNING, claimed_by=token, heartbeat_at=now, **fields
-        )
-    )
-
-
-@contextmanager
-def run_heartbeat(run_model: type[Model], *, pk: int, token: str) -> Iterator[None]:
-    """Renew the run's heartbeat (``annotation.jobs.heartbeat``) a few times per lease while the block runs.
-
-    Not inside a transaction (a caller's atomic block, a test's): there the run's row is locked by
-    that transaction and invisible to others, so a beat from another connection could only wait.
-    """
-    if transaction.get_connection().in_atomic_block:
-        yield
-        return
-    with heartbeat(run_model, pk=pk, token=token, every=LEASE_SECONDS / 3):
-        yield
 
 
 def unfinished(unit_model: type[Model], run_id: int):

@@ -6,18 +6,15 @@ class RatingsConfig(AppConfig):
     verbose_name = "Ratings and analysis"
 
     def ready(self) -> None:
-        # Exports and stored reports join the recovery every worker runs
-        # (annotation.tasks.recover_stale_jobs_task); annotation never imports ratings.
-        from annotation.job_tasks import job_recovery_register
+        # Exports and stored reports are job kinds (ratings.tasks registers them), so they join the
+        # recovery every worker runs (annotation.tasks.recover_stale_jobs_task); annotation never imports ratings.
+        from ratings import tasks  # noqa: F401
         from ratings.alignment.tasks import compute_report as alignment
         from ratings.analysis import analysis_compute as analysis
         from ratings.analysis import protocol_compute as protocol
-        from ratings.cached import register_kind, reports_recover
-        from ratings.exports.services import exports_recover
+        from ratings.cached import register_kind
         from ratings.models import StudyReport
 
-        job_recovery_register("exports", exports_recover)
-        job_recovery_register("reports", reports_recover)
         # Stored reports (ratings.cached): what each kind computes. judging registers tournaments.
         register_kind(StudyReport.Kind.ALIGNMENT, alignment)
         register_kind(StudyReport.Kind.ANALYSIS, analysis)

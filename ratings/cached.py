@@ -46,15 +46,16 @@ from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
+from annotation.job_tasks import job_run
 from annotation.jobs import (
     Beat,
+    Claim,
     LeaseLost,
     Recovered,
     job_claim,
     job_fail,
     job_finish,
     lease_seconds,
-    new_token,
     stale_jobs,
     stale_jobs_recover,
 )
@@ -252,33 +253,35 @@ def report_request(*, report: StudyReport, inputs: dict[str, Any], inline: bool 
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def report_claim(*, report_id: int, token: str) -> bool:
-    """Move a queued report (or one whose worker stopped beating) to running under ``token``; False if taken."""
-    if not job_claim(StudyReport, pk=report_id, token=token):
-        return False
-    StudyReport.objects.filter(pk=report_id, claimed_by=token).update(progress=1, stage="starting")
-    return True
+def report_claim(*, report_id: int, token: str) -> Claim | None:
+    """Move a queued report (or one whose worker stopped beating) to running under ``token``; None if taken."""
+    claim = job_claim(StudyReport, pk=report_id, token=token)
+    if claim is not None:
+        StudyReport.objects.filter(pk=report_id, claimed_by=token).update(progress=1, stage="starting")
+    return claim
 
 
-def report_run(*, report_id: int, token: str | None = None, beat: Beat | None = None) -> None:
-    """Claim and compute one report, storing the result with the fingerprint of what it was computed from.
+def report_run(*, report_id: int) -> None:
+    """Claim and compute one report now (the inline path; a worker uses ``ratings.tasks.study_report_task``)."""
+    from .tasks import REPORTS
+
+    job_run(REPORTS, report_id, lambda held: report_compute(report_id=held.pk, token=held.token, beat=held.beat))
+
+
+def report_compute(*, report_id: int, token: str, beat: Beat) -> None:
+    """Compute a claimed report, storing the result with the fingerprint of what it was computed from.
 
     The fingerprint is read before the judgments, so a judgment added while
     the report computes makes it look out of date (and computed once more),
-    never current while it is not. With ``beat`` the computation stops at its
-    next progress report once the lease is lost, raising LeaseLost.
+    never current while it is not. The computation stops at its next
+    progress report once the lease is lost, raising LeaseLost.
     """
-    token = token or new_token()
-    if not report_claim(report_id=report_id, token=token):
-        logger.info("report %s is not queued; nothing to do", report_id)
-        return
     report = StudyReport.objects.select_related("study").get(pk=report_id)
     compute, linked = _kind(report.kind)
     inputs = study_inputs(study=report.study, linked=linked)
 
     def progress(fraction: float, message: str) -> None:
-        if beat is not None:
-            beat.check()
+        beat.check()
         held = StudyReport.objects.filter(pk=report_id, claimed_by=token).update(
             progress=max(1, min(99, int(fraction * 100))), stage=message[:200]
         )

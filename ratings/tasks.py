@@ -1,79 +1,53 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Background work of the ratings app: exports too large for a request, and stored reports."""
+"""Background work of the ratings app: exports too large for a request, and stored reports.
 
-import logging
+Both are held jobs run by the one building block (``annotation.job_tasks``):
+the kinds below say how each is claimed, failed, released and recovered, and
+each task body is the work alone.
+"""
 
-from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
-from django.db import InterfaceError, OperationalError
-
-from annotation.job_tasks import DB_RETRIES, db_retrying, on_fresh_connection
-from annotation.jobs import LeaseLost, heartbeat, job_release, new_token, soft_limit_of, time_limit_message
-from ratings.cached import report_fail, report_run
-from ratings.exports.services import export_claim, export_fail, export_release, export_run
+from annotation.job_tasks import Held, JobKind, job_kind_register, job_task
+from annotation.jobs import job_release
+from ratings.cached import report_claim, report_compute, report_fail, reports_recover
+from ratings.exports.services import export_fail, export_release, export_run, export_take, exports_recover
 from ratings.models import Export, StudyReport
 
-logger = logging.getLogger(__name__)
-
-
-@shared_task(bind=True, acks_late=True, max_retries=DB_RETRIES)
-@db_retrying(
-    release=lambda export_id: export_release(export_id=export_id),
-    fail=lambda export_id, reason: export_fail(export_id=export_id, error=reason),
-    what="The export",
+EXPORTS = job_kind_register(
+    JobKind(
+        name="exports",
+        model=Export,
+        what="The export",
+        claim=lambda pk, token: export_take(export_id=pk, token=token),
+        fail=lambda pk, reason, token: export_fail(export_id=pk, error=reason, token=token),
+        release=lambda pk: export_release(export_id=pk),
+        recover=exports_recover,
+    )
 )
-def export_study_task(self, export_id: int) -> None:
-    """Write one export. Safe to deliver twice: only the worker whose claim succeeds writes."""
-    export = export_claim(export_id=export_id)
-    if export is None:
-        logger.info("export %s is finished or being written elsewhere; nothing to do", export_id)
-        return
-    token = export.claimed_by
-    try:
-        with heartbeat(Export, pk=export_id, token=token) as beat:
-            export_run(export=export, beat=beat)
-    except LeaseLost:
-        # Recovery (or another worker) took it over; what it recorded stands and our file was removed.
-        logger.warning("export %s was taken over while this worker wrote it; nothing was kept", export_id)
-    except (OperationalError, InterfaceError):
-        raise  # db_retrying hands it back to the queue and retries with backoff
-    except SoftTimeLimitExceeded:
-        # The global CELERY_TASK_SOFT_TIME_LIMIT bounds exports; the partial file was removed.
-        message = time_limit_message(soft_limit_of(self), what="The export")
-        on_fresh_connection(lambda: export_fail(export_id=export_id, error=message, token=token))
-        logger.warning("export %s hit its time limit", export_id)
-    except Exception as exc:
-        export_fail(export_id=export_id, error=f"{type(exc).__name__}: {exc}", token=token)
-        logger.exception("export %s failed", export_id)
-        raise
 
-
-@shared_task(bind=True, acks_late=True, max_retries=DB_RETRIES)
-@db_retrying(
-    release=lambda report_id: job_release(StudyReport, pk=report_id),
-    fail=lambda report_id, reason: report_fail(report_id=report_id, error=reason),
-    what="The report",
+REPORTS = job_kind_register(
+    JobKind(
+        name="reports",
+        model=StudyReport,
+        what="The report",
+        claim=lambda pk, token: report_claim(report_id=pk, token=token),
+        fail=lambda pk, reason, token: report_fail(report_id=pk, error=reason, token=token),
+        release=lambda pk: job_release(StudyReport, pk=pk),
+        recover=reports_recover,
+        outcome="the figures shown before stay.",
+    )
 )
-def study_report_task(self, report_id: int) -> None:
-    """Compute one stored report (analysis, alignment, protocol, tournament). Safe to deliver twice."""
-    token = new_token()
-    try:
-        with heartbeat(StudyReport, pk=report_id, token=token) as beat:
-            report_run(report_id=report_id, token=token, beat=beat)
-    except LeaseLost:
-        # Recovery (or another worker) took it over; what it recorded stands.
-        logger.warning("report %s was taken over while this worker computed it", report_id)
-    except (OperationalError, InterfaceError):
-        raise  # db_retrying hands it back to the queue and retries with backoff
-    except SoftTimeLimitExceeded:
-        # Bounded by the global CELERY_TASK_SOFT_TIME_LIMIT; the previous result stays on the page.
-        message = time_limit_message(soft_limit_of(self), what="The report")
-        on_fresh_connection(lambda: report_fail(report_id=report_id, error=message, token=token))
-        logger.warning("report %s hit its time limit", report_id)
-    except Exception as exc:
-        report_fail(report_id=report_id, error=f"{type(exc).__name__}: {exc}", token=token)
-        logger.exception("report %s failed", report_id)
-        raise
+
+
+@job_task(EXPORTS)
+def export_study_task(job: Held) -> None:
+    """Write one export; its file is moved into place only while this worker still holds it."""
+    export_run(export=Export.objects.select_related("study").get(pk=job.pk), beat=job.beat)
+
+
+@job_task(REPORTS)
+def study_report_task(job: Held) -> None:
+    """Compute one stored report (analysis, alignment, protocol, tournament)."""
+    report_compute(report_id=job.pk, token=job.token, beat=job.beat)
 
 
 from ratings.alignment.tasks import alignment_report_task  # noqa: E402,F401 - registers the task with the worker

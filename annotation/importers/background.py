@@ -21,11 +21,11 @@ from django.db import transaction
 from django.utils.text import get_valid_filename
 
 from .. import tables
+from ..job_tasks import Held, JobKind, job_kind_register, job_run
 from ..jobs import (
     Beat,
     LeaseLost,
     Recovered,
-    heartbeat,
     job_claim,
     job_fail,
     job_finish,
@@ -165,7 +165,7 @@ def _finish(item_import: ItemImport, token: str, **result: int) -> None:
         raise LeaseLost(f"import {item_import.pk} is no longer held by this worker")
 
 
-def _run_items(item_import: ItemImport, token: str, beat: Beat | None) -> list[str]:
+def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
     with item_import.file.open("rb") as stream:
         specs, errors = prepare(
             study=item_import.study,
@@ -177,8 +177,7 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat | None) -> list[s
         )
     if errors:
         return errors
-    if beat is not None:
-        beat.check()
+    beat.check()
     try:
         with transaction.atomic():
             count = items_create(
@@ -190,11 +189,10 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat | None) -> list[s
     return []
 
 
-def _run_protocol(item_import: ItemImport, token: str, beat: Beat | None) -> list[str]:
+def _run_protocol(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
     from ..protocols.importing import protocol_import  # the protocols package imports the importers
 
-    if beat is not None:
-        beat.check()
+    beat.check()
     # The stored file is handed over as a stream: the table reader reads it row by row, never whole.
     with item_import.file.open("rb") as stream:
         result = protocol_import(
@@ -209,36 +207,42 @@ def _run_protocol(item_import: ItemImport, token: str, beat: Beat | None) -> lis
     return result.errors
 
 
-def item_import_run(*, import_id: int, background: bool = False, raise_refusal: bool = False) -> ItemImport | None:
-    """Claim and run one import; a no-op for an import already running elsewhere or finished.
+def item_import_work(held: Held, *, raise_refusal: bool = False) -> None:
+    """Import one claimed import: its rows and "done" in one transaction, or its problems recorded.
 
-    ``background`` (a worker, outside any request transaction) keeps a
-    heartbeat going while it works. Returns the import as it stands
-    afterwards, or None when it no longer exists. With ``raise_refusal`` a
-    file refused as a whole raises FileProblem after the import is marked
-    failed (the inline path answers the upload with it).
+    With ``raise_refusal`` a file refused as a whole raises FileProblem after
+    the import is marked failed (the inline path answers the upload with it).
     """
-    token = new_token()
-    if not job_claim(ItemImport, pk=import_id, token=token):
-        return ItemImport.objects.filter(pk=import_id).first()
-    item_import = ItemImport.objects.select_related("study", "created_by").get(pk=import_id)
+    item_import = ItemImport.objects.select_related("study", "created_by").get(pk=held.pk)
     work = _run_protocol if item_import.kind == ItemImport.Kind.PROTOCOL else _run_items
     try:
-        if background:
-            with heartbeat(ItemImport, pk=import_id, token=token) as beat:
-                errors = work(item_import, token, beat)
-        else:
-            errors = work(item_import, token, None)
+        errors = work(item_import, held.token, held.beat)
     except FileProblem as exc:
-        item_import_fail(import_id=import_id, errors=exc.messages, token=token)
+        item_import_fail(import_id=held.pk, errors=exc.messages, token=held.token)
         if raise_refusal:
             raise
-        errors = []
-    except LeaseLost:
-        # Recovery (or another worker) has taken it over; what it recorded stands.
-        logger.warning("import %s was taken over while this worker ran it; its writes were undone", import_id)
-        errors = []
+        return
     if errors:
-        item_import_fail(import_id=import_id, errors=errors, token=token)
-    item_import.refresh_from_db()
-    return item_import
+        item_import_fail(import_id=held.pk, errors=errors, token=held.token)
+
+
+def item_import_run(*, import_id: int, raise_refusal: bool = False) -> ItemImport | None:
+    """Claim and run one import now (the inline path); a no-op for an import running elsewhere or finished.
+
+    Returns the import as it stands afterwards, or None when it no longer exists.
+    """
+    job_run(IMPORTS, import_id, partial(item_import_work, raise_refusal=raise_refusal))
+    return ItemImport.objects.filter(pk=import_id).first()
+
+
+IMPORTS = job_kind_register(
+    JobKind(
+        name="item imports",
+        model=ItemImport,
+        what="The import",
+        fail=lambda pk, reason, token: item_import_fail(import_id=pk, errors=[reason], token=token),
+        release=lambda pk: item_import_requeue(import_id=pk),
+        recover=item_imports_recover,
+        limit_advice="Split the file into smaller ones and import them one by one.",
+    )
+)

@@ -11,6 +11,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
 from annotation.models import Candidate, Item, Study
 from annotation.task_types import get_task_type
 
@@ -39,11 +41,9 @@ from ..runner import (
     end_run_if_finished,
     release_unit,
     resume_run,
-    run_heartbeat,
-    run_take,
-    worker_token,
 )
 from .judges import _check_base_url, set_endpoint_settings
+from .recovery import generation_runs_recover
 
 DEFAULT_GENERATOR_PROMPT = (
     "Write one short, original joke for this prompt. Reply with the joke only, no introduction.\n\nPrompt: {{ prompt }}"
@@ -363,10 +363,26 @@ class GenerationJob:
         complete_unit(unit, status=UnitStatus.FAILED, error=message[:2000])
 
 
+GENERATION_RUNS = job_kind_register(
+    JobKind(
+        name="generation runs",
+        model=GenerationRun,
+        what="The generation run",
+        driven=True,
+        fail=lambda pk, reason, token: generation_run_fail(run_id=pk, error=reason),
+        recover=generation_runs_recover,
+        outcome="the candidates written so far are kept; Resume continues it.",
+    )
+)
+
+
 def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
-    token = worker_token()
-    if not run_take(GenerationRun, pk=run_id, token=token):
-        return
+    job_run(GENERATION_RUNS, run_id, lambda held: generation_run_drive(held, sleep))
+
+
+def generation_run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Work a claimed generation run until every unit has its candidate (or the run is cancelled)."""
+    run_id = held.pk
     run = GenerationRun.objects.select_related("study").get(pk=run_id)
     try:
         job = GenerationJob(run, sleep=sleep)
@@ -381,8 +397,7 @@ def process_generation_run(*, run_id: int, sleep=time.sleep) -> None:
         return cancelled
 
     try:
-        with run_heartbeat(GenerationRun, pk=run_id, token=token):
-            result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
+        result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
     finally:
         job.close()
     if not result.cancelled:

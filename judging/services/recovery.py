@@ -2,12 +2,13 @@
 
 A queued or running judge run, generation run or tournament moves only while
 some worker holds a task for it. The worker driving it renews the run's
-heartbeat (``judging.runner.run_heartbeat``) every third of the lease
-(``FUNNYBONE_RUN_LEASE_SECONDS``); a worker killed mid-run stops beating, and
-if the broker loses a queued message nothing beats at all. Every worker calls
-``stalled_work_requeue`` when it starts and every half lease after (see
-``judging.tasks``), so a dead worker's run is queued again within about one
-and a half leases of its last beat. Work counts as stalled when none of its
+heartbeat (``annotation.jobs.heartbeat``, started by the one building block
+``annotation.job_tasks.job_run``) every ``FUNNYBONE_JOB_HEARTBEAT_SECONDS``;
+a worker killed mid-run stops beating, and if the broker loses a queued
+message nothing beats at all. Each kind's ``*_recover`` below is its
+``JobKind.recover``, so the one recovery loop every worker runs at start and
+every half lease (``annotation.tasks.recover_stale_jobs_task``) queues a dead
+worker's run again within about one and a half leases of its last beat. Work counts as stalled when none of its
 units holds a live lease and its last sign of life (created, started, a
 heartbeat, a unit finished) is older than the lease.
 
@@ -19,6 +20,7 @@ finished work returns at once.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -27,8 +29,9 @@ from django.db.models import Exists, Max, OuterRef, Q
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from annotation.jobs import Recovered, lease_seconds
+
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, JudgeRun, JudgeUnit, Tournament, UnitStatus
-from ..runner import LEASE_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -110,28 +113,49 @@ def _hand_out(model, pks: list[int], *, now: datetime, stale_after: float) -> li
     ]
 
 
-def stalled_work_requeue(*, now: datetime | None = None, stale_after: float | None = None) -> Requeued:
-    """Queue a task again for every stalled run and tournament; returns what was queued."""
-    from ..tasks import generation_run_task, judge_run_task, tournament_task
-
+def _requeue(
+    model,
+    stalled: Callable[..., list[int]],
+    enqueue: Callable[[int], None],
+    *,
+    now: datetime | None,
+    stale_after: float | None,
+) -> Recovered:
+    """Queue a task again (``enqueue(pk)`` after commit) for each stalled row this check stamps."""
     now = now or timezone.now()
-    stale_after = LEASE_SECONDS if stale_after is None else stale_after
-    found = Requeued()
+    stale_after = lease_seconds() if stale_after is None else stale_after
+    found = Recovered()
     with transaction.atomic():
-        for task, model, stalled, ids in (
-            (judge_run_task, JudgeRun, stalled_judge_runs, found.judge_runs),
-            (generation_run_task, GenerationRun, stalled_generation_runs, found.generation_runs),
-            (tournament_task, Tournament, stalled_tournaments, found.tournaments),
-        ):
-            candidates = stalled(now=now, stale_after=stale_after)
-            ids.extend(_hand_out(model, candidates, now=now, stale_after=stale_after))
-            for pk in ids:
-                transaction.on_commit(lambda task=task, pk=pk: task.delay(pk))
+        found.requeued = _hand_out(model, stalled(now=now, stale_after=stale_after), now=now, stale_after=stale_after)
+        for pk in found.requeued:
+            transaction.on_commit(lambda pk=pk: enqueue(pk))
     if found:
-        logger.warning(
-            "re-queued stalled work: judge runs %s, generation runs %s, tournaments %s",
-            found.judge_runs,
-            found.generation_runs,
-            found.tournaments,
-        )
+        logger.warning("re-queued stalled %s %s", model.__name__, found.requeued)
     return found
+
+
+def judge_runs_recover(*, now: datetime | None = None, stale_after: float | None = None) -> Recovered:
+    from ..tasks import judge_run_task
+
+    return _requeue(JudgeRun, stalled_judge_runs, judge_run_task.delay, now=now, stale_after=stale_after)
+
+
+def generation_runs_recover(*, now: datetime | None = None, stale_after: float | None = None) -> Recovered:
+    from ..tasks import generation_run_task
+
+    return _requeue(GenerationRun, stalled_generation_runs, generation_run_task.delay, now=now, stale_after=stale_after)
+
+
+def tournaments_recover(*, now: datetime | None = None, stale_after: float | None = None) -> Recovered:
+    from ..tasks import tournament_task
+
+    return _requeue(Tournament, stalled_tournaments, tournament_task.delay, now=now, stale_after=stale_after)
+
+
+def stalled_work_requeue(*, now: datetime | None = None, stale_after: float | None = None) -> Requeued:
+    """Recover the three driven kinds at once; returns what was queued (no attempt limit: Cancel stops a run)."""
+    return Requeued(
+        judge_runs=judge_runs_recover(now=now, stale_after=stale_after).requeued,
+        generation_runs=generation_runs_recover(now=now, stale_after=stale_after).requeued,
+        tournaments=tournaments_recover(now=now, stale_after=stale_after).requeued,
+    )

@@ -10,13 +10,15 @@ The B/A order of trial t is assignment trial ``SWAPPED_TRIAL_OFFSET + t``.
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
+from annotation.jobs import job_drive
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
 from annotation.plainsql import insert_select
 from annotation.services.assignment import assignment_for_judge
@@ -31,10 +33,8 @@ from ..runner import (
     drive,
     end_run_if_finished,
     resume_run,
-    run_heartbeat,
-    run_take,
-    worker_token,
 )
+from .recovery import judge_runs_recover
 from .templates import judge_template
 
 logger = logging.getLogger(__name__)
@@ -234,23 +234,46 @@ def unit_assignment(*, unit: JudgeUnit, run: JudgeRun) -> Assignment:
     return swapped
 
 
-def _mark_started(run_id: int, token: str) -> bool:
-    return run_take(JudgeRun, pk=run_id, token=token, started_at=Coalesce("started_at", timezone.now()))
-
-
 def run_fail(*, run_id: int, error: str, secrets: tuple[str, ...] = ()) -> None:
     JudgeRun.objects.filter(pk=run_id).exclude(status=RunStatus.CANCELLED).update(
         status=RunStatus.FAILED, error=redact(error, *secrets)[:2000], finished_at=timezone.now()
     )
 
 
+JUDGE_RUNS = job_kind_register(
+    JobKind(
+        name="judge runs",
+        model=JudgeRun,
+        what="The judge run",
+        # Driven, not held: every worker that takes the run works its units; the first sets started_at.
+        claim=lambda pk, token: job_drive(
+            JudgeRun, pk=pk, token=token, started_at=Coalesce("started_at", timezone.now())
+        ),
+        fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
+        recover=judge_runs_recover,
+        driven=True,
+        outcome="the units judged so far are kept; Resume continues it.",
+    )
+)
+
+
 def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> DriveResult:
     """Work a run to the end (or until cancelled). Safe to call from several workers at once."""
+    result = DriveResult()
+
+    def work(held: Held) -> None:
+        nonlocal result
+        result = run_drive(held, sleep)
+
+    job_run(JUDGE_RUNS, run_id, work, token=token)
+    return result
+
+
+def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveResult:
+    """Work a claimed judge run: make its units if the worker is to, then judge them until none is left."""
     from .judging_job import JudgeJob
 
-    token = token or worker_token()
-    if not _mark_started(run_id, token):
-        return DriveResult()
+    run_id = held.pk
     _prepare_units(run_id)
     run = JudgeRun.objects.select_related("study", "judge__rater", "template").get(pk=run_id)
     try:
@@ -270,8 +293,7 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
         return last_check[1]
 
     try:
-        with run_heartbeat(JudgeRun, pk=run_id, token=token):
-            result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=token)
+        result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
     finally:
         job.close()
     if not result.cancelled:

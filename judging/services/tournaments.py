@@ -20,6 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from annotation.job_tasks import JobKind, job_kind_register, job_run
 from annotation.models import Item, Judgment, Study
 from annotation.protocols import humorrank, study_from_template
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
@@ -28,8 +29,9 @@ from ratings.stats.leaderboard import MatchVerdict
 
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament
 from ..rankings import current_ratings
-from ..runner import run_heartbeat, run_take, unfinished, worker_token
+from ..runner import unfinished
 from ..tournament import Schedule, round_robin, swiss_round
+from .recovery import tournaments_recover
 from .runs import process_run, run_create
 
 
@@ -186,16 +188,25 @@ def _schedule_round(
         )
 
 
+TOURNAMENTS = job_kind_register(
+    JobKind(
+        name="tournaments",
+        model=Tournament,
+        what="The tournament",
+        driven=True,
+        fail=lambda pk, reason, token: tournament_fail(tournament_id=pk, error=reason),
+        recover=tournaments_recover,
+        outcome="the matches judged so far are kept; Resume continues it.",
+    )
+)
+
+
 def process_tournament(*, tournament_id: int) -> None:
     """Play the tournament to its end: finish an open round, then schedule and judge rounds until done."""
-    token = worker_token()
-    if not run_take(Tournament, pk=tournament_id, token=token):
-        return
-    with run_heartbeat(Tournament, pk=tournament_id, token=token):
-        _play(tournament_id)
+    job_run(TOURNAMENTS, tournament_id, lambda held: tournament_play(held.pk))
 
 
-def _play(tournament_id: int) -> None:
+def tournament_play(tournament_id: int) -> None:
     tournament = Tournament.objects.select_related("match_study", "source_study", "judge__rater").get(pk=tournament_id)
     names, prompts = _contestants(tournament.source_study)
     rng = random.Random(tournament.seed)  # noqa: S311 - scheduling, not security

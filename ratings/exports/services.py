@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from annotation.jobs import (
     Beat,
+    Claim,
     LeaseLost,
     Recovered,
     job_claim,
@@ -101,16 +102,21 @@ def export_create(*, study: Study, user: AbstractBaseUser, fmt: str, rater_subse
     return export
 
 
-def export_claim(*, export_id: int, token: str | None = None) -> Export | None:
-    """Move a queued export (or one whose worker stopped beating) to running under ``token``.
+def export_take(*, export_id: int, token: str) -> Claim | None:
+    """Move a queued export (or one whose worker stopped beating) to running under ``token``, from its first row.
 
-    None when someone else holds it or it is finished. The returned export's
-    ``claimed_by`` is the token that ``export_run`` finishes with.
+    None when someone else holds it or it is finished.
     """
-    token = token or new_token()
-    if not job_claim(Export, pk=export_id, token=token):
+    claim = job_claim(Export, pk=export_id, token=token)
+    if claim is not None:
+        Export.objects.filter(pk=export_id, claimed_by=token).update(rows_written=0, error="")
+    return claim
+
+
+def export_claim(*, export_id: int, token: str | None = None) -> Export | None:
+    """``export_take``, returning the export, whose ``claimed_by`` is the token ``export_run`` finishes with."""
+    if export_take(export_id=export_id, token=token or new_token()) is None:
         return None
-    Export.objects.filter(pk=export_id, claimed_by=token).update(rows_written=0, error="")
     return Export.objects.select_related("study").get(pk=export_id)
 
 

@@ -189,11 +189,10 @@ class TestLease:
 class TestHeartbeatThread:
     def test_it_renews_the_lease_while_the_block_runs_and_stops_after(self, researcher, items_study):
         job = queued(items_study, researcher, b"id,text\nj1,x\n")
-        token = new_token()
-        assert job_claim(ItemImport, pk=job.pk, token=token)
+        claim = job_claim(ItemImport, pk=job.pk, token=new_token())
         old = timezone.now() - timedelta(minutes=10)
         ItemImport.objects.filter(pk=job.pk).update(heartbeat_at=old)
-        with heartbeat(ItemImport, pk=job.pk, token=token, every=0.05) as beat:
+        with heartbeat(claim, every=0.05) as beat:
             deadline = time.monotonic() + 10
             while ItemImport.objects.get(pk=job.pk).heartbeat_at == old and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -202,10 +201,9 @@ class TestHeartbeatThread:
 
     def test_it_tells_the_holder_when_the_job_was_taken_away(self, researcher, items_study):
         job = queued(items_study, researcher, b"id,text\nj1,x\n")
-        token = new_token()
-        assert job_claim(ItemImport, pk=job.pk, token=token)
+        claim = job_claim(ItemImport, pk=job.pk, token=new_token())
         job_fail(ItemImport, pk=job.pk, errors=["stopped by recovery"])
-        with heartbeat(ItemImport, pk=job.pk, token=token, every=0.05) as beat:
+        with heartbeat(claim, every=0.05) as beat:
             assert beat.lost.wait(10)
 
 

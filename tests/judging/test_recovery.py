@@ -142,12 +142,12 @@ class TestRunHeartbeats:
 
 class TestHowOftenWorkersLook:
     def test_every_half_lease_by_default(self):
-        from judging.tasks import recovery_seconds
+        from annotation.jobs import recovery_seconds
 
         assert recovery_seconds() == LEASE_SECONDS / 2
 
     def test_never_when_the_periodic_check_is_off(self, settings):
-        from judging.tasks import recovery_seconds
+        from annotation.jobs import recovery_seconds
 
         settings.FUNNYBONE_RECOVERY_SECONDS = 0
         assert recovery_seconds() == 0

@@ -211,8 +211,8 @@ class TestADeadWorkersRunIsPickedUpWithinALease:
     @pytest.fixture
     def kill_mid_run(self, make_study, researcher, fault_server, start_worker, send_task, worker_env):
         """A run of a judge whose every call takes 1.5 s, its worker SIGKILLed once ``judged`` judgments
-        are written; the workers' lease is 4 s, test-sized (the default is 30 s, FUNNYBONE_RUN_LEASE_SECONDS)."""
-        worker_env["FUNNYBONE_RUN_LEASE_SECONDS"] = "4"
+        are written; the workers' lease is 4 s, test-sized (the default is 30 s, FUNNYBONE_JOB_LEASE_SECONDS)."""
+        worker_env["FUNNYBONE_JOB_LEASE_SECONDS"] = "4"
 
         def start(*, n_items: int, trials: int, judged: int, concurrency: int, timeout_seconds: float):
             study = make_study(task_type="ordinal", n_items=n_items)

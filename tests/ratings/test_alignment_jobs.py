@@ -79,7 +79,6 @@ def test_asking_again_for_a_report_whose_worker_died_queues_it(ordinal, queued, 
 
 def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
     import ratings.alignment.tasks as tasks
-    from annotation.jobs import LeaseLost
 
     real = tasks.compute_alignment
 
@@ -90,8 +89,7 @@ def test_a_worker_that_lost_its_report_stores_no_result(queued, monkeypatch):
         return result
 
     monkeypatch.setattr(tasks, "compute_alignment", taken_over_midway)
-    with pytest.raises(LeaseLost):
-        report_run(report_id=queued.pk)
+    report_run(report_id=queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.claimed_by, queued.result) == ("running", "worker-2", None)
 
