@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.core.cache import caches
 
 from .concurrency import AdaptiveWidth
@@ -30,7 +29,7 @@ from .concurrency import AdaptiveWidth
 logger = logging.getLogger(__name__)
 
 # A slot is leased for the call's whole-response deadline plus this, at most for the run's lease
-# (FUNNYBONE_RUN_LEASE_SECONDS), and the worker renews the leases of the slots it holds with its
+# (annotation.jobs.lease_seconds), and the worker renews the leases of the slots it holds with its
 # heartbeat (renew_held_slots): a worker that dies holding one loses it when the lease runs out,
 # as its run's units do, instead of holding it for a whole timeout after.
 LEASE_SLACK_SECONDS = 10.0
@@ -380,12 +379,15 @@ def call_limits(
     cache = caches["default"]
     if not isinstance(cache, RedisCache):
         return local
+    # Late: the limiter itself loads without Django's models (processes in tests/judging/test_limits_shared.py).
+    from annotation.jobs import lease_seconds
+
     return SharedLimits(
         client=cache._cache.get_client(write=True),
         key=cache.make_key(f"funnybone:limits:{key}"),
         concurrency=concurrency,
         per_minute=per_minute,
-        lease_seconds=min(timeout + LEASE_SLACK_SECONDS, settings.FUNNYBONE_RUN_LEASE_SECONDS),
+        lease_seconds=min(timeout + LEASE_SLACK_SECONDS, lease_seconds()),
         fallback=local,
     )
 

@@ -136,7 +136,7 @@ class TestTheSharedConcurrency:
 
         if not isinstance(caches["default"], RedisCache):
             pytest.skip("the shared limits need Django's cache on Redis")
-        settings.FUNNYBONE_RUN_LEASE_SECONDS = 30
+        settings.FUNNYBONE_JOB_LEASE_SECONDS = 30
         limits = call_limits(scope="judge", pk=999_001, concurrency=1, per_minute=0, timeout=600)
         assert limits._lease_us == 30_000_000
 
