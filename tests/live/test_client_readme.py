@@ -4,6 +4,7 @@ worker, PostgreSQL, Redis on loopback), with the client installed from its own p
 import csv
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,13 @@ def readme_example() -> tuple[dict[str, str], str]:
 
 
 def install_client(target: Path) -> None:
-    """pip-install the client package as a user would (its dependencies are already in this environment)."""
+    """pip-install the client package as a user would (its dependencies are already in this environment).
+
+    From a copy: setuptools leaves a build/ folder beside the sources it builds, which the
+    one-home scans of the checkout would then read as project code.
+    """
+    source = target.parent / "funnybone-client-src"
+    shutil.copytree(CLIENT, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     done = subprocess.run(
         [
             sys.executable,
@@ -50,7 +57,7 @@ def install_client(target: Path) -> None:
             "--no-build-isolation",
             "--target",
             str(target),
-            str(CLIENT),
+            str(source),
         ],
         capture_output=True,
         text=True,
