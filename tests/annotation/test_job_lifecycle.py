@@ -172,7 +172,7 @@ class TestRecovery:
         self, researcher, make_study, item_import, django_capture_on_commit_callbacks
     ):
         study = build_study(researcher, n_items=2, quota_per_item=1)
-        export = Export.objects.create(study=study, format=Export.Format.CSV, created_by=researcher)
+        export = Export.objects.create(study=study, format="csv", created_by=researcher)
         report = StudyReport.objects.create(study=study, kind=StudyReport.Kind.ANALYSIS, params={}, params_key="-")
         baseline = ensure_baseline_judges(owner=researcher)[0]
         run = run_create(study=make_study(n_items=2), judge=baseline, enqueue=False)
@@ -204,7 +204,7 @@ class TestRecovery:
 
     def test_a_held_job_out_of_attempts_is_failed_with_the_reason(self, researcher):
         study = build_study(researcher, n_items=2, quota_per_item=1)
-        export = Export.objects.create(study=study, format=Export.Format.CSV, created_by=researcher)
+        export = Export.objects.create(study=study, format="csv", created_by=researcher)
         silent_for(Export, export.pk, attempts=MAX_ATTEMPTS)
         recover_stale_jobs_task.apply()
         export.refresh_from_db()
