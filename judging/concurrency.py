@@ -13,7 +13,9 @@ says how many requests it serves at once in ``/props`` (``total_slots``) and
 ``/slots``; the judge never sends more than that. Servers that do not say
 (llama-cpp-python, vLLM, Ollama, whose ``OLLAMA_NUM_PARALLEL`` is not
 exposed, hosted APIs) get :class:`AdaptiveWidth`: it starts at one call and
-adds one per answer that came back well within the timeout (slow start),
+adds one per answer that came back well within the timeout, or at once as
+many as a server answering one at a time would still serve within a quarter
+of the timeout (slow start),
 halves when a call timed out or used more than half of the timeout (the
 server is queueing), then grows by one per window of answers again (AIMD, as
 TCP does). It never exceeds the judge's ``concurrency``.
@@ -111,5 +113,12 @@ class AdaptiveWidth:
                     self._slow_start = False
                     self._last_cut = self._clock()
                 return
-            step = 1.0 if self._slow_start else 1.0 / self._width
-            self._width = min(float(self.ceiling), self._width + step)
+            if not self._slow_start:
+                self._width = min(float(self.ceiling), self._width + 1.0 / self._width)
+                return
+            # Slow start grows by one per answer, and at once to as many calls as the server could
+            # answer one after another within half the slow mark: were it serving one at a time, the
+            # last of them would still come back in time. A quick endpoint reaches the judge's
+            # concurrency in one round of calls instead of doubling towards it for several.
+            fit = math.floor(SLOW_SHARE * self.timeout / (2 * seconds)) if seconds > 0 else self.ceiling
+            self._width = min(float(self.ceiling), max(self._width + 1.0, float(fit)))

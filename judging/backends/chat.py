@@ -190,19 +190,23 @@ class ChatBackend:
     def _complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
         mode = self.structured_mode
         structured = bool(schema) and mode != "off"
-        kwargs: dict[str, Any] = {
-            "model": self.model,
+        body: dict[str, Any] = {
             "messages": messages,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
         if structured and mode == "json_schema":
-            kwargs["response_format"] = {
+            body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "answer", "schema": schema, "strict": True},
             }
         elif structured:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        # The body goes as the SDK's extra body, which it sends as given (over the empty ``messages``):
+        # passed as arguments, every request's messages and schema are walked against the SDK's typed
+        # dictionaries first, 0.6-0.8 ms of CPU per call (measured), which with 64 calls in flight on
+        # two cores is a fifth of what a run spends per judgment. The JSON sent is the same.
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [], "extra_body": body}
         started = time.monotonic()
         deadline = started + self.timeout
         try:

@@ -81,6 +81,19 @@ class TestAdaptiveWidth:
             width.observe(started=0.0, seconds=0.2, timed_out=False)
         assert width.limit == 6
 
+    def test_one_quick_answer_takes_it_to_what_a_one_at_a_time_server_would_answer_in_a_quarter_timeout(self):
+        # 30 s timeout, answers of 0.2 s: 37 calls one after another take 7.4 s, within 7.5 s.
+        width = AdaptiveWidth(ceiling=64, timeout=30.0, clock=lambda: 0.0)
+        width.observe(started=0.0, seconds=0.2, timed_out=False)
+        assert width.limit == 37
+        width.observe(started=0.0, seconds=0.2, timed_out=False)  # slow start: one more per answer after that
+        assert width.limit == 38
+
+    def test_a_slow_answer_still_grows_it_by_one_only(self):
+        width = AdaptiveWidth(ceiling=64, timeout=30.0, clock=lambda: 0.0)
+        width.observe(started=0.0, seconds=5.0, timed_out=False)  # 7.5 s / 5 s: one call fits
+        assert width.limit == 2
+
     def test_a_timeout_halves_it_once_for_the_calls_that_were_in_flight_together(self):
         now = [100.0]
         width = AdaptiveWidth(ceiling=8, timeout=10.0, clock=lambda: now[0])

@@ -181,7 +181,9 @@ class TestCancellingMidRun:
         assert units.filter(status="claimed").count() == 0
         done, pending = units.filter(status="done").count(), units.filter(status="pending").count()
         assert done >= 2  # the calls in flight when it was cancelled were recorded
-        assert pending >= 4  # prepared-but-unsent units went back, none left claimed
+        # Prepared-but-unsent units went back, none left claimed (how many were sent before the loop saw the
+        # cancellation depends on how long it let finished calls gather).
+        assert pending >= 1
         assert done + pending == 8
         assert Judgment.objects.filter(rater=judge.rater).count() == done
         run = finish(run)
