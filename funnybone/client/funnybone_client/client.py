@@ -13,7 +13,8 @@ import httpx2 as httpx
 import yaml
 
 # "paused": a judge run stopped because its endpoint never answered; it waits for the researcher to resume it.
-FINISHED = ("done", "failed", "cancelled", "paused")
+UNSUCCESSFUL = ("failed", "cancelled", "paused")
+FINISHED = ("done", *UNSUCCESSFUL)
 API = "/api/v1"
 
 
@@ -150,7 +151,7 @@ class Funnybone:
         while True:
             state = self._get(path)
             if done(state):
-                if state.get("status") in ("failed", "cancelled", "paused"):
+                if state.get("status") in UNSUCCESSFUL:
                     raise JobFailed(what, state)
                 return state
             if deadline is not None and time.monotonic() > deadline:
