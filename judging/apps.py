@@ -11,10 +11,13 @@ class JudgingConfig(AppConfig):
         from ratings.models import StudyReport
 
         from .rankings import tournament_figures
+        from .release import register as register_release_part
         from .selectors import judge_prices
         from .study_file import register
 
         register()
+        # The release bundle (ratings.release) carries every judge's provenance; ratings may not import judging.
+        register_release_part()
         # ratings may not import judging; judging tells it where judges' prices are.
         register_price_source(judge_prices)
         # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.

@@ -174,7 +174,9 @@ def _queue_export(request: Request, study: Study, answer: type[ExportSerializer]
     incoming = ExportRequestSerializer(data=request.data)
     incoming.is_valid(raise_exception=True)
     try:
-        subset = clean_subset(study=study, rater_ids=incoming.validated_data["rater_subset"])
+        subset = clean_subset(
+            study=study, rater_ids=incoming.validated_data["rater_subset"], fmt=incoming.validated_data["format"]
+        )
     except ValidationError as exc:
         return Response({"rater_subset": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
     export = export_create(study=study, user=request.user, fmt=incoming.validated_data["format"], rater_subset=subset)

@@ -23,7 +23,7 @@ from ratings.exports.formats import default_format, export_formats, format_choic
 from ratings.exports.responses import export_direct_response, export_file_response
 from ratings.exports.services import clean_subset, export_create, is_large
 from ratings.exports.study_data import HUMAN_KINDS
-from ratings.models import Export
+from ratings.models import DatasetCard, Export
 
 RECENT = 10
 # Above this many raters the page offers no checkbox list (the API still takes a subset).
@@ -55,13 +55,39 @@ class ExportForm(forms.Form):
             self.fields["rater"].choices = [(e.rater_id, f"R{e.rater_id} {e.rater}") for e in raters]
 
     def clean_rater(self) -> list[int]:
-        return clean_subset(study=self.study, rater_ids=self.cleaned_data.get("rater") or [])
+        fmt = self.cleaned_data.get("format")
+        return clean_subset(study=self.study, rater_ids=self.cleaned_data.get("rater") or [], fmt=fmt)
 
 
-def _page(request: HttpRequest, study: Study, form: ExportForm, *, status_code: int = 200) -> HttpResponse:
+class DatasetCardForm(forms.ModelForm):
+    """What the release bundle's dataset card says that the study does not hold."""
+
+    class Meta:
+        model = DatasetCard
+        fields = ["licence", "pay", "recruitment_notes", "citation"]
+        widgets = {name: forms.Textarea(attrs={"rows": 2}) for name in ("pay", "recruitment_notes")}
+        labels = {"licence": "Licence of the data", "recruitment_notes": "Recruitment notes"}
+
+
+def _card_form(study: Study, data: Any = None) -> DatasetCardForm:
+    card = DatasetCard.objects.filter(study=study).first() or DatasetCard(study=study)
+    return DatasetCardForm(data, instance=card)
+
+
+def _page(
+    request: HttpRequest,
+    study: Study,
+    form: ExportForm,
+    *,
+    status_code: int = 200,
+    card_form: DatasetCardForm | None = None,
+    card_saved: bool = False,
+) -> HttpResponse:
     context = {
         "study": study,
         "form": form,
+        "card_form": card_form or _card_form(study),
+        "card_saved": card_saved,
         "exports": study.exports.select_related("created_by")[:RECENT],
         "subset_choices_max": SUBSET_CHOICES_MAX,
         "formats": export_formats(),
@@ -90,6 +116,18 @@ def export_request(request: HttpRequest, slug: str) -> HttpResponse:
     if request.htmx:
         return render(request, "ratings/exports/export_status.html#status", {"export": export}, status=202)
     return redirect("exports:status", pk=export.pk)
+
+
+@require_POST
+@login_required
+def dataset_card_save(request: HttpRequest, slug: str) -> HttpResponse:
+    """Save the dataset card's licence, pay, recruitment notes and citation (the release bundle's card)."""
+    study = owned_study_or_404(request, slug=slug)
+    card_form = _card_form(study, request.POST)
+    if not card_form.is_valid():
+        return _page(request, study, ExportForm(study=study), card_form=card_form, status_code=400)
+    card_form.save()
+    return _page(request, study, ExportForm(study=study), card_saved=True)
 
 
 @require_GET

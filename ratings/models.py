@@ -7,6 +7,7 @@ here; a large one gets an ``Export`` that a Celery worker claims, writes to
 """
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -128,3 +129,26 @@ class AlignmentReport(StudyReport):
     def save(self, *args, **kwargs) -> None:
         self.kind = StudyReport.Kind.ALIGNMENT
         super().save(*args, **kwargs)
+
+
+class DatasetCard(models.Model):
+    """What a study's release bundle says that the study itself does not hold: written by the researcher."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="dataset_card")
+    licence = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[
+            RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9.+-]*$", "Write an SPDX licence identifier, e.g. CC-BY-4.0.")
+        ],
+        help_text="SPDX identifier of the data's licence, e.g. CC-BY-4.0 or CC0-1.0.",
+    )
+    pay = models.TextField(blank=True, help_text="How raters were paid, e.g. £9.00 an hour on Prolific, median 12 min.")
+    recruitment_notes = models.TextField(
+        blank=True, help_text="Who was recruited and how: screeners, countries, languages, experts' background."
+    )
+    citation = models.TextField(blank=True, help_text="How to cite the data (BibTeX or plain text).")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"dataset card of {self.study}"

@@ -58,14 +58,16 @@ def inline_limit() -> int:
     return settings.FUNNYBONE_EXPORT_INLINE_MAX
 
 
-def clean_subset(*, study: Study, rater_ids: Iterable[int | str]) -> list[int]:
-    """Rater ids of a chosen subset, checked to be human raters of this study."""
+def clean_subset(*, study: Study, rater_ids: Iterable[int | str], fmt: str | None = None) -> list[int]:
+    """Rater ids of a chosen subset, checked to be human raters of this study (and wanted by format ``fmt``)."""
     try:
         wanted = sorted({int(pk) for pk in rater_ids if str(pk).strip()})
     except ValueError:
         raise ValidationError("Rater ids in a subset must be whole numbers.") from None
     if not wanted:
         return []
+    if fmt and get_format(fmt).whole_study_only:
+        raise ValidationError(f"{get_format(fmt).label}: holds every rater's judgments, so it takes no rater subset.")
     known = set(
         Rater.objects.filter(pk__in=wanted, kind__in=(Rater.Kind.EXPERT, Rater.Kind.CROWD))
         .filter(Q(enrollments__study=study) | Q(judgments__study=study))

@@ -51,6 +51,8 @@ class ExportFormat:
     holds_rater_ids: bool = True
     #: Where the page lists it: lower first.
     position: int = 100
+    #: The file is the whole study (a release): a rater subset is refused, never silently ignored.
+    whole_study_only: bool = False
 
 
 _FORMATS: dict[str, ExportFormat] = {}
