@@ -18,6 +18,10 @@ class JudgingConfig(AppConfig):
         register()
         # The release bundle (ratings.release) carries every judge's provenance; ratings may not import judging.
         register_release_part()
+        # Studies opening and closing are told to the researchers' webhooks (judging.webhooks).
+        from .webhooks import connect as connect_webhooks
+
+        connect_webhooks()
         # ratings may not import judging; judging tells it where judges' prices are.
         register_price_source(judge_prices)
         # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.

@@ -20,7 +20,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from annotation.jobs import ACTIVE, JobStatus
+from annotation.jobs import ACTIVE, JobStatus, LeasedJob
 from annotation.models import Item, Rater, Study
 
 ENV_NAME = RegexValidator(r"^[A-Za-z_][A-Za-z0-9_]*$", "An environment variable name: letters, digits and _.")
@@ -449,3 +449,36 @@ class GenerationUnit(WorkUnit):
 
     def __str__(self) -> str:
         return f"generation unit {self.pk}"
+
+
+class Webhook(models.Model):
+    """A researcher's address that is told, in a signed POST, when a study or a judge run changes state."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks")
+    study = models.ForeignKey(
+        Study, null=True, blank=True, on_delete=models.CASCADE, related_name="webhooks", help_text="Blank: every study."
+    )
+    url = models.CharField(max_length=500, help_text="Where the events are POSTed, e.g. https://example.org/hook")
+    secret = models.CharField(max_length=64, editable=False, help_text="Signs every delivery (HMAC-SHA256).")
+    events = models.JSONField(default=list, help_text="The events sent (judging.webhooks.EVENTS).")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDelivery(LeasedJob):
+    """One event sent to one webhook: a held background job (``judging.webhooks``)."""
+
+    owner_path = "webhook__owner"
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    tries = models.PositiveSmallIntegerField(default=0, help_text="POSTs made by this delivery.")
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta(LeasedJob.Meta):
+        ordering = ["-created_at", "-id"]

@@ -33,6 +33,7 @@ from annotation.jobs import lease_seconds
 
 from .limits import renew_held_slots
 from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
+from .webhooks import run_ended
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +173,8 @@ def cancel_run(run: Model) -> bool:
         .update(status=RunStatus.CANCELLED, finished_at=timezone.now())
     )
     run.refresh_from_db()
+    if changed:
+        run_ended(type(run), run.pk)
     return bool(changed)
 
 
@@ -180,9 +183,10 @@ def pause_run(run_model: type[Model], *, pk: int, reason: str) -> bool:
 
     Its workers see it as they see a cancellation: calls in flight end and their units go back to pending.
     """
-    return bool(
-        run_model.objects.filter(pk=pk, status__in=ACTIVE_RUN_STATES).update(status=RunStatus.PAUSED, error=reason)
-    )
+    paused = run_model.objects.filter(pk=pk, status__in=ACTIVE_RUN_STATES).update(status=RunStatus.PAUSED, error=reason)
+    if paused:
+        run_ended(run_model, pk)
+    return bool(paused)
 
 
 def resume_run(run: Model, *, unit_model: type[Model], enqueue: Callable[[int], None] | None) -> Model:
@@ -201,9 +205,11 @@ def resume_run(run: Model, *, unit_model: type[Model], enqueue: Callable[[int], 
 def end_run_if_finished(run_model: type[Model], unit_model: type[Model], run_id: int) -> None:
     """Mark an active run done once none of its units is left (a cancelled or failed run keeps its status)."""
     if not unfinished(unit_model, run_id).exists():
-        run_model.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
+        done = run_model.objects.filter(pk=run_id, status__in=ACTIVE_RUN_STATES).update(
             status=RunStatus.DONE, finished_at=timezone.now()
         )
+        if done:
+            run_ended(run_model, run_id)
 
 
 class Job(Protocol):

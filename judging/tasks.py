@@ -10,12 +10,25 @@ failure and recovery of dead workers' runs belong to the block and the kinds
 
 from django.conf import settings
 
-from annotation.job_tasks import Held, job_task
+from annotation.job_tasks import Held, JobKind, job_kind_register, job_task
 
+from .models import WebhookDelivery
 from .services import judging_job  # noqa: F401 - load the model client once per worker, not per run
 from .services.generation import GENERATION_RUNS, generation_run_drive
 from .services.runs import JUDGE_RUNS, run_drive
 from .services.tournaments import TOURNAMENTS, tournament_play
+from .webhooks import deliver, deliveries_recover, delivery_fail, delivery_release
+
+WEBHOOK_DELIVERIES = job_kind_register(
+    JobKind(
+        name="webhook deliveries",
+        model=WebhookDelivery,
+        what="The webhook delivery",
+        fail=delivery_fail,
+        release=delivery_release,
+        recover=deliveries_recover,
+    )
+)
 
 # A run may take hours; it has its own bound (the global one is for shorter work). Resume continues it.
 RUN_OPTIONS = {
@@ -39,3 +52,9 @@ def generation_run_task(job: Held) -> None:
 @job_task(TOURNAMENTS, **RUN_OPTIONS)
 def tournament_task(job: Held) -> None:
     tournament_play(job.pk)
+
+
+@job_task(WEBHOOK_DELIVERIES, soft_time_limit=120, time_limit=150)
+def webhook_delivery_task(job: Held) -> None:
+    """POST one webhook delivery (a few tries a few seconds apart; the result is on the webhooks page)."""
+    deliver(delivery_id=job.pk, token=job.token)

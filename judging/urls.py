@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import generation_views, views
+from . import generation_views, views, webhook_views
 
 app_name = "judging"
 
@@ -9,6 +9,9 @@ urlpatterns = [
     path("judges/baselines/", views.baselines_add, name="baselines_add"),
     path("judges/<int:pk>/", views.judge_edit, name="judge_edit"),
     path("templates/", views.template_list, name="template_list"),
+    path("webhooks/", webhook_views.webhook_list, name="webhook_list"),
+    path("webhooks/<int:pk>/delete/", webhook_views.webhook_delete, name="webhook_delete"),
+    path("webhooks/deliveries/<int:pk>/again/", webhook_views.webhook_redeliver, name="webhook_redeliver"),
     path("templates/<slug:name>/", views.template_edit, name="template_edit"),
     path("studies/<int:study_pk>/runs/", views.study_runs, name="study_runs"),
     path("studies/<int:study_pk>/tournaments/new/", views.tournament_new, name="tournament_new"),

@@ -34,6 +34,7 @@ from ..runner import (
     end_run_if_finished,
     resume_run,
 )
+from ..webhooks import run_ended
 from .recovery import judge_runs_recover
 from .templates import judge_template
 
@@ -235,9 +236,13 @@ def unit_assignment(*, unit: JudgeUnit, run: JudgeRun) -> Assignment:
 
 
 def run_fail(*, run_id: int, error: str, secrets: tuple[str, ...] = ()) -> None:
-    JudgeRun.objects.filter(pk=run_id).exclude(status=RunStatus.CANCELLED).update(
-        status=RunStatus.FAILED, error=redact(error, *secrets)[:2000], finished_at=timezone.now()
+    failed = (
+        JudgeRun.objects.filter(pk=run_id)
+        .exclude(status=RunStatus.CANCELLED)
+        .update(status=RunStatus.FAILED, error=redact(error, *secrets)[:2000], finished_at=timezone.now())
     )
+    if failed:
+        run_ended(JudgeRun, run_id)
 
 
 JUDGE_RUNS = job_kind_register(

@@ -26,7 +26,7 @@ from annotation.services.studies import study_create
 from annotation.tasks import recover_stale_jobs_task
 from funnybone.celery import app
 from funnybone.env import env_int
-from judging.models import GenerationRun, JudgeRun, Tournament
+from judging.models import GenerationRun, JudgeRun, Tournament, Webhook, WebhookDelivery
 from judging.services.generation import generation_run_create, generator_create
 from judging.services.judges import ensure_baseline_judges
 from judging.services.runs import run_create
@@ -180,6 +180,8 @@ class TestRecovery:
         generation = generation_run_create(study=make_study(n_items=2), generators=[generator], enqueue=False)
         source = make_study(task_type="pick_one", n_items=2, n_candidates=3)
         cup = tournament_create(owner=researcher, name="cup", source_study=source, judge=baseline, enqueue=False)
+        hook = Webhook.objects.create(owner=researcher, url="http://127.0.0.1:9/hook", secret="s", events=["run.done"])
+        delivery = WebhookDelivery.objects.create(webhook=hook, event="run.done", payload={})
         stale = {
             "item imports": (ItemImport, item_import.pk),
             "exports": (Export, export.pk),
@@ -187,6 +189,7 @@ class TestRecovery:
             "judge runs": (JudgeRun, run.pk),
             "generation runs": (GenerationRun, generation.pk),
             "tournaments": (Tournament, cup.pk),
+            "webhook deliveries": (WebhookDelivery, delivery.pk),
         }
         for model, pk in stale.values():
             silent_for(model, pk)
