@@ -4,6 +4,7 @@ and the older addresses marked deprecated with a link to their successor."""
 import pytest
 import yaml
 from django.core.management import call_command
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.services.assignment import next_assignment
@@ -338,3 +339,33 @@ class TestDeprecatedAddresses:
         )
         assert response.status_code == 201
         assert f"/api/studies/{study.pk}/imports/" in response.json()["status_url"]
+
+
+class TestAlignmentReport:
+    def test_a_token_reads_the_figures_the_page_shows_from_the_same_stored_report(self, researcher, client):
+        from ratings.models import StudyReport
+        from tests.ratings.alignment_helpers import build_ordinal
+
+        study, raters = build_ordinal(researcher)
+        api = token_client(researcher)
+        url = f"/api/v1/studies/{study.pk}/reports/alignment/"
+        body = api.get(url).json()
+        assert body["computing"] is False and body["current"] is True and body["status"] == "done"
+        kappas = {row["label"]: row for row in body["result"]["overall"]["judges"]}
+        assert set(kappas) >= {"twin", "contrarian", "gappy"}
+        client.force_login(researcher)
+        page = client.get(reverse("alignment:report", args=[study.slug]))
+        assert page.status_code == 200 and page.context["report"].result == body["result"]
+        assert StudyReport.objects.filter(study=study, kind=StudyReport.Kind.ALIGNMENT).count() == 1
+
+        only_twin = api.get(url, {"judges": str(raters["twin"].pk)}).json()
+        assert [row["label"] for row in only_twin["result"]["overall"]["judges"]] == ["twin"]
+
+    def test_unknown_ids_are_404_naming_them_and_no_token_is_401_not_a_login_redirect(self, researcher):
+        from tests.ratings.alignment_helpers import build_ordinal
+
+        study, _ = build_ordinal(researcher)
+        url = f"/api/v1/studies/{study.pk}/reports/alignment/"
+        missing = token_client(researcher).get(url, {"judges": "999999"})
+        assert missing.status_code == 404 and missing.json()["detail"] == "Not in this study: judge 999999."
+        assert APIClient().get(url).status_code == 401
