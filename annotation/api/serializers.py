@@ -62,6 +62,11 @@ class SettingURLField(_SettingField, serializers.URLField):
         return super().validate_empty_values(data)
 
 
+def api_url_help(setting: StudySetting) -> str:
+    """A web-address setting's help as the API has it: null, not empty text, means none."""
+    return setting.help_text.replace("empty for none", "null for none")
+
+
 class NullableURLOutput(serializers.URLField):
     """A stored web address, or null where none is set (never "", which is no ``uri``)."""
 
@@ -94,7 +99,7 @@ def setting_api_field(setting: StudySetting) -> serializers.Field:
             max_length=setting.max_length,
             allow_null=True,
             error_messages={**invalid, "blank": "Must be a web address, or null for none."},
-            **common,
+            **{**common, "help_text": api_url_help(setting)},
         )
     return SettingCharField(
         max_length=setting.max_length,
@@ -163,7 +168,7 @@ class StudyOutput(serializers.ModelSerializer):
 for _setting in SETTINGS:
     if _setting.kind == "url":
         StudyOutput._declared_fields[_setting.name] = NullableURLOutput(
-            read_only=True, allow_null=True, help_text=_setting.help_text
+            read_only=True, allow_null=True, help_text=api_url_help(_setting)
         )
 
 
