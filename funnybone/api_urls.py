@@ -32,6 +32,7 @@ urlpatterns = [
     path("studies/<int:pk>/imports/<int:import_pk>/", study_ops.ItemImportDetailApi.as_view(), name="import_detail"),
     path("studies/<int:pk>/judgments/", study_ops.JudgmentListApi.as_view(), name="judgment_list"),
     path("studies/<int:pk>/reports/agreement/", ratings.StudyAgreementReportApi.as_view(), name="report_agreement"),
+    path("studies/<int:pk>/reports/alignment/", ratings.StudyAlignmentReportApi.as_view(), name="report_alignment"),
     path("studies/<int:pk>/exports/", ratings.StudyExportsApi.as_view(), name="export_list"),
     # Exports by id (their status and download URLs are handed out by the study's exports).
     path("exports/<int:pk>/", ratings.ExportApi.as_view(), name="export_detail"),

@@ -1,8 +1,16 @@
 """drf-spectacular hooks for the published OpenAPI schema (SPECTACULAR_SETTINGS in settings.py)."""
 
+from .api_errors import ERROR_COMPONENT, ERROR_SCHEMA
 from .deprecation import CURRENT_PREFIX
 
-DETAIL = "ErrorDetail"
+# The errors every operation can answer with, besides the ones its view describes: the status, when.
+COMMON_ERRORS = {
+    "400": "Invalid input (a field, a query parameter, a NUL character anywhere in the request); nothing was changed.",
+    "401": "No valid token or session.",
+    "403": "Not a researcher's account, or a session write without the CSRF token.",
+}
+NOT_FOUND = "No such object among yours (an id in the path, or one the body names)."
+UNSUPPORTED_BODY = "The body's Content-Type is not one the operation reads."
 
 
 def v1_schema_only(endpoints: list[tuple]) -> list[tuple]:
@@ -17,32 +25,27 @@ def v1_schema_only(endpoints: list[tuple]) -> list[tuple]:
 
 
 def common_error_answers(result: dict, generator, request, public: bool) -> dict:  # noqa: ARG001 - hook signature
-    """Postprocessing: the answers every operation can give besides its own, typed like the rest.
+    """Postprocessing: every v1 operation's 4xx answers, all in the one error shape of ``funnybone.api_errors``.
 
-    401 without valid credentials, 403 for an annotator's account (or a session write
-    without the CSRF token), 404 for an object that is not yours; all ``{"detail": ...}``.
+    An operation's view may describe when it answers a 4xx of its own (409 for a judge with
+    judgments); whatever it declared, the body is the error shape, declared here and nowhere else.
     """
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
-    schemas.setdefault(
-        DETAIL,
-        {
-            "type": "object",
-            "properties": {"detail": {"type": "string"}},
-            "required": ["detail"],
-        },
-    )
-    ref = {"application/json": {"schema": {"$ref": f"#/components/schemas/{DETAIL}"}}}
-    answers = {
-        "401": "No valid token or session.",
-        "403": "Not a researcher's account, or a session write without the CSRF token.",
-    }
+    schemas[ERROR_COMPONENT] = ERROR_SCHEMA
+    ref = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}}}
     for path, operations in result.get("paths", {}).items():
         if not path.startswith(CURRENT_PREFIX) or path == f"{CURRENT_PREFIX}schema/":
             continue
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
+            answers = dict(COMMON_ERRORS)
+            if "{" in path or "requestBody" in operation:
+                answers["404"] = NOT_FOUND
+            if "requestBody" in operation:
+                answers["415"] = UNSUPPORTED_BODY
             for code, description in answers.items():
-                responses.setdefault(code, {"description": description, "content": ref})
-            if "{" in path:
-                responses.setdefault("404", {"description": "No such object among yours.", "content": ref})
+                responses.setdefault(code, {"description": description})
+            for code, response in responses.items():
+                if code.startswith("4"):
+                    response["content"] = ref
     return result

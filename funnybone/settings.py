@@ -215,6 +215,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "PAGE_SIZE": 500,
+    # Every error in one shape: {"detail": ..., <field>: [...], "errors": [...]} (funnybone/api_errors.py).
+    "EXCEPTION_HANDLER": "funnybone.api_errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Funnybone API",

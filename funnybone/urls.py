@@ -7,6 +7,9 @@ from django.views.generic import RedirectView
 
 from annotation.logins import LoginView
 
+# An address under /api/ that no pattern matches is a JSON 404 in the API's error shape.
+handler404 = "funnybone.api_errors.not_found"
+
 urlpatterns = [
     # The root is the researcher's study list (the login page first); participants arrive by study links.
     path("", RedirectView.as_view(pattern_name="researcher:study_list"), name="home"),

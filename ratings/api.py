@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,17 +22,24 @@ from annotation.access import OwnedObjectsMixin, get_owned_or_404, owned_study_o
 from annotation.api.paging import PagedListMixin
 from annotation.api.permissions import IsResearcher
 from annotation.models import Study
+from funnybone.api_errors import error_response
 
-from .exports.formats import format_choices
+from .alignment import REFERENCES, AlignmentParams, AlignmentUnavailable, metadata_keys, study_judges, task_family
+from .cached import report_show
+from .exports.formats import export_formats, format_choices
 from .exports.responses import export_file_response
 from .exports.services import clean_subset, export_create
-from .models import Export
+from .models import Export, StudyReport
 from .reports import json_ready, study_agreement
-from .selectors import GROUPS, NoNumericCoding
+from .selectors import GROUPS, NoNumericCoding, study_raters
 
-
-class ErrorDetailSerializer(serializers.Serializer):
-    detail = serializers.CharField()
+# Comma-separated rater ids, as the schema publishes the pattern (ids within 64 bits: at most 18 digits).
+RATER_IDS = r"^ *[0-9]{1,18}( *, *[0-9]{1,18})* *$"
+RATER_IDS_PARAMETER = OpenApiParameter(
+    "raters",
+    {"type": "string", "pattern": RATER_IDS},
+    description="Comma-separated rater ids to narrow the group to (optional).",
+)
 
 
 class AgreementQuerySerializer(serializers.Serializer):
@@ -43,10 +51,9 @@ class AgreementQuerySerializer(serializers.Serializer):
     def validate_raters(self, value: str) -> list[int] | None:
         if not value.strip():
             return None
-        try:
-            return [int(part) for part in value.split(",") if part.strip()]
-        except ValueError:
-            raise serializers.ValidationError("Rater ids must be whole numbers separated by commas.") from None
+        if not re.fullmatch(RATER_IDS, value):
+            raise serializers.ValidationError("Rater ids must be whole numbers separated by commas.")
+        return [int(part) for part in value.split(",")]
 
 
 class StudyAgreementView(APIView):
@@ -55,7 +62,7 @@ class StudyAgreementView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("group", str, enum=list(GROUPS), description="Whose judgments to analyse."),
-            OpenApiParameter("raters", str, description="Comma-separated rater ids (optional)."),
+            RATER_IDS_PARAMETER,
         ],
         responses={200: dict},
     )
@@ -98,9 +105,9 @@ class StudyAgreementReportApi(OwnedObjectsMixin, APIView):
         summary="Agreement figures of one rater group, recomputed from the study's judgments",
         parameters=[
             OpenApiParameter("group", str, enum=list(GROUPS), description="Whose judgments to analyse."),
-            OpenApiParameter("raters", str, description="Comma-separated rater ids (optional)."),
+            RATER_IDS_PARAMETER,
         ],
-        responses={200: AgreementReportSerializer, 400: ErrorDetailSerializer},
+        responses={200: AgreementReportSerializer},
     )
     def get(self, request: Request, pk: int) -> Response:
         study = self.get_owned(Study, pk=pk)
@@ -178,7 +185,7 @@ def _queue_export(request: Request, study: Study, answer: type[ExportSerializer]
             study=study, rater_ids=incoming.validated_data["rater_subset"], fmt=incoming.validated_data["format"]
         )
     except ValidationError as exc:
-        return Response({"rater_subset": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        raise serializers.ValidationError({"rater_subset": exc.messages}) from None
     export = export_create(study=study, user=request.user, fmt=incoming.validated_data["format"], rater_subset=subset)
     return Response(answer(export, context={"request": request}).data, status=status.HTTP_202_ACCEPTED)
 
@@ -224,7 +231,7 @@ class StudyExportsApi(_Exports):
         summary="Queue an export of the study; poll status_url until download_url appears",
         description="`format` is any of the export formats this server offers (the enum below).",
         request=ExportRequestSerializer,
-        responses={202: ExportV1Serializer, 400: ErrorDetailSerializer},
+        responses={202: ExportV1Serializer},
     )
     def post(self, request: Request, pk: int) -> Response:
         return _queue_export(request, self.get_owned(Study, pk=pk), ExportV1Serializer)
@@ -246,18 +253,134 @@ class _AnyAccept(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+def download_responses() -> dict:
+    """The download's answers: the file in each registered format's own content type."""
+    answers: dict = {
+        (200, content_type): OpenApiResponse(
+            OpenApiTypes.BINARY, description="The file, as an attachment, in the export's format."
+        )
+        for content_type in sorted({fmt.content_type.split(";")[0].strip() for fmt in export_formats()})
+    }
+    answers[404] = OpenApiResponse(description="No such export among yours, or it is not done yet.")
+    return answers
+
+
 class ExportDownloadApi(_Exports):
     content_negotiation_class = _AnyAccept
 
     @extend_schema(
         operation_id="exports_download",
         summary="The finished export's file (token or session, like every other operation)",
-        responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="The file, as an attachment, in the export's format."
-            ),
-            404: ErrorDetailSerializer,
-        },
+        responses=download_responses(),
     )
     def get(self, request: Request, pk: int) -> FileResponse:
         return export_file_response(self.export(pk))
+
+
+# -- the alignment report (the alignment page's figures, read from the stored report) ------
+
+
+JUDGE_IDS_PARAMETER = OpenApiParameter(
+    "judges",
+    {"type": "string", "pattern": RATER_IDS},
+    description="Comma-separated rater ids of the judges to compare (optional; none: every judge of the study).",
+)
+
+
+class AlignmentQuerySerializer(serializers.Serializer):
+    reference = serializers.ChoiceField(choices=list(REFERENCES), default="passers")
+    raters = serializers.RegexField(RATER_IDS, required=False)
+    judges = serializers.RegexField(RATER_IDS, required=False)
+    breakdown = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class AlignmentReportOutput(serializers.Serializer):
+    study = serializers.IntegerField(help_text="The study's id.")
+    params = serializers.DictField(help_text="What the report compares: reference, raters, judges, breakdown, seed.")
+    status = serializers.CharField(help_text="The stored report's job status (queued, running, done, failed).")
+    current = serializers.BooleanField(help_text="The figures were computed from the judgments as they are now.")
+    computing = serializers.BooleanField(help_text="A computation is queued or running: ask again shortly.")
+    progress = serializers.IntegerField(help_text="Percent done while computing.")
+    computed_at = serializers.DateTimeField(allow_null=True, help_text="When `result` was computed.")
+    new_judgments = serializers.IntegerField(help_text="Judgments added since `result` was computed.")
+    error = serializers.CharField(help_text="Why the last computation failed; empty otherwise.")
+    result = serializers.DictField(
+        allow_null=True, help_text="The alignment page's figures (docs/alignment.md); null before the first one."
+    )
+
+
+def _ids(text: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",")) if text else ()
+
+
+class StudyAlignmentReportApi(OwnedObjectsMixin, APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        operation_id="reports_alignment",
+        summary="The alignment report: judges against a human reference, as the alignment page shows it",
+        description=(
+            "Reads the stored report for these parameters; when the judgments changed since it was computed, "
+            "a recomputation is queued (small studies: computed in this request) and `computing` is true "
+            "until it is done. Poll until `computing` is false."
+        ),
+        parameters=[
+            OpenApiParameter("reference", str, enum=list(REFERENCES), description="The human reference."),
+            OpenApiParameter(
+                "raters",
+                {"type": "string", "pattern": RATER_IDS},
+                description="Comma-separated human rater ids: the reference is these raters (reference=selected).",
+            ),
+            JUDGE_IDS_PARAMETER,
+            OpenApiParameter("breakdown", str, description="An item metadata key to break the figures down by."),
+        ],
+        responses={
+            200: AlignmentReportOutput,
+            404: OpenApiResponse(description="No such study among yours, or a rater, judge or metadata key not in it."),
+            409: OpenApiResponse(description="The study's task type has no alignment report."),
+        },
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        study = self.get_owned(Study, pk=pk)
+        query = AlignmentQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        try:
+            task_family(study)
+        except AlignmentUnavailable as exc:
+            return error_response(status.HTTP_409_CONFLICT, {"detail": str(exc)})
+        data = query.validated_data
+        raters, judges, breakdown = _ids(data.get("raters")), _ids(data.get("judges")), data.get("breakdown") or ""
+        humans = {r.id for r in study_raters(study=study) if r.kind in ("expert", "crowd")}
+        known_judges = {j.id for j in study_judges(study=study)}
+        unknown = [f"rater {r}" for r in raters if r not in humans] + [
+            f"judge {j}" for j in judges if j not in known_judges
+        ]
+        if breakdown and breakdown not in metadata_keys(study=study):
+            unknown.append(f"metadata key {breakdown!r}")
+        if unknown:
+            return error_response(status.HTTP_404_NOT_FOUND, {"detail": f"Not in this study: {', '.join(unknown)}."})
+        reference = data["reference"]
+        if reference == "selected" and not raters:
+            raise serializers.ValidationError({"raters": ["Name at least one human rater for reference=selected."]})
+        params = AlignmentParams(
+            reference=reference,
+            reference_rater_ids=raters if reference == "selected" else (),
+            judge_ids=judges,
+            breakdown=breakdown,
+            seed=study.seed,
+        )
+        shown = report_show(study=study, kind=StudyReport.Kind.ALIGNMENT, params=params.as_dict())
+        report = shown.report
+        body = {
+            "study": study.pk,
+            "params": report.params,
+            "status": report.status,
+            "current": shown.current,
+            "computing": shown.computing,
+            "progress": report.progress,
+            "computed_at": report.computed_at,
+            "new_judgments": shown.new_judgments,
+            "error": report.error,
+            "result": report.result,
+        }
+        return Response(AlignmentReportOutput(body).data)

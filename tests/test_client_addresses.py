@@ -78,13 +78,13 @@ class TestFollowedAddresses:
         api.routes["/api/v1/studies/"] = page([{"id": 1}], f"{api.url}/api/v1/studies/?page=2")
         api.routes["/api/v1/studies/?page=2"] = page([{"id": 2}], None)
         with client(api) as fb:
-            assert fb.studies() == [{"id": 1}, {"id": 2}]
+            assert list(fb.studies()) == [{"id": 1}, {"id": 2}]
         assert [auth for _, auth in api.seen] == [f"Token {TOKEN}"] * 2
 
     def test_a_next_page_on_another_origin_is_refused_and_gets_no_token(self, api, elsewhere):
         api.routes["/api/v1/studies/"] = page([{"id": 1}], f"{elsewhere.url}/steal")
         with client(api) as fb, pytest.raises(ForeignAddress) as caught:
-            fb.studies()
+            list(fb.studies())  # lists are lazy: the next page is asked for when it is reached
         assert f"{elsewhere.url}/steal, which is not on {api.url}" in str(caught.value)
         assert elsewhere.seen == []
 

@@ -24,7 +24,6 @@ from ..audit import acting_as
 from ..study_files import StudyFileError, load_study_data, parse_study_text
 from . import serializers as s
 from .views import (
-    ERRORS,
     ItemImportApi,
     ResearcherApi,
     StudyCreateApi,
@@ -72,7 +71,7 @@ class StudyFileApi(ResearcherApi):
             "When the study file names an items_file, send that file too, as `items_file`."
         ),
         request={"multipart/form-data": StudyFileInput},
-        responses={201: s.StudyOutput, 400: ERRORS},
+        responses={201: s.StudyOutput},
     )
     def post(self, request: Request) -> Response:
         data = StudyFileInput(data=request.data)

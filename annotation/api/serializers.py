@@ -54,7 +54,24 @@ class SettingCharField(_SettingField, serializers.CharField):
 
 
 class SettingURLField(_SettingField, serializers.URLField):
-    pass
+    """A web address, or null for none (stored as empty text). The schema says ``format: uri``, so "" is refused."""
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:
+            return True, ""
+        return super().validate_empty_values(data)
+
+
+def api_url_help(setting: StudySetting) -> str:
+    """A web-address setting's help as the API has it: null, not empty text, means none."""
+    return setting.help_text.replace("empty for none", "null for none")
+
+
+class NullableURLOutput(serializers.URLField):
+    """A stored web address, or null where none is set (never "", which is no ``uri``)."""
+
+    def to_representation(self, value: Any) -> str | None:
+        return value or None
 
 
 def setting_api_field(setting: StudySetting) -> serializers.Field:
@@ -77,8 +94,14 @@ def setting_api_field(setting: StudySetting) -> serializers.Field:
             error_messages={"invalid_choice": setting.choice_message},
             **common,
         )
-    text_field = SettingURLField if setting.kind == "url" else SettingCharField
-    return text_field(
+    if setting.kind == "url":
+        return SettingURLField(
+            max_length=setting.max_length,
+            allow_null=True,
+            error_messages={**invalid, "blank": "Must be a web address, or null for none."},
+            **{**common, "help_text": api_url_help(setting)},
+        )
+    return SettingCharField(
         max_length=setting.max_length,
         allow_blank=setting.allow_blank,
         error_messages={**invalid, "blank": "Must not be empty."},
@@ -118,6 +141,7 @@ class StudyCreateInput(StudySettingsInput):
 
 class StudyOutput(serializers.ModelSerializer):
     entry_url = serializers.SerializerMethodField(help_text="The crowd entry link, before Prolific's query string.")
+    # The web-address settings' own fields are set below the class: null where none is set.
 
     class Meta:
         model = Study
@@ -139,6 +163,13 @@ class StudyOutput(serializers.ModelSerializer):
         path = reverse("annotator:entry", args=[study.entry_token])
         request = self.context.get("request")
         return request.build_absolute_uri(path) if request else path
+
+
+for _setting in SETTINGS:
+    if _setting.kind == "url":
+        StudyOutput._declared_fields[_setting.name] = NullableURLOutput(
+            read_only=True, allow_null=True, help_text=api_url_help(_setting)
+        )
 
 
 class CandidateOutput(serializers.ModelSerializer):
@@ -294,7 +325,3 @@ class ProgressOutput(serializers.Serializer):
     raters_next = serializers.CharField(allow_null=True, help_text="The next page of raters, if any.")
     items = ItemProgressOutput(many=True, help_text="One page of items, least judged first (limit, offset).")
     items_next = serializers.CharField(allow_null=True, help_text="The next page of items, if any.")
-
-
-class ErrorsOutput(serializers.Serializer):
-    errors = serializers.ListField(child=serializers.CharField())

@@ -35,8 +35,6 @@ from . import serializers as s
 from .json_input import BoundedJSONParser
 from .permissions import IsResearcher
 
-ERRORS = OpenApiResponse(s.ErrorsOutput, description="What is wrong; nothing was changed.")
-
 
 def _errors(exc: DjangoValidationError | FileProblem) -> ValidationError:
     return ValidationError({"errors": list(exc.messages)})
@@ -80,7 +78,7 @@ class StudyCreateApi(ResearcherApi):
         operation_id="studies_create",
         summary="Create a study (in draft)",
         request=s.StudyCreateInput,
-        responses={201: s.StudyOutput, 400: ERRORS},
+        responses={201: s.StudyOutput},
     )
     def post(self, request: Request) -> Response:
         data = s.StudyCreateInput(data=request.data)
@@ -105,7 +103,7 @@ class StudyUpdateApi(ResearcherApi):
         operation_id="studies_update",
         summary="Change a study's settings (the config only while it has no judgments)",
         request=s.StudySettingsInput,
-        responses={200: s.StudyOutput, 400: ERRORS},
+        responses={200: s.StudyOutput},
     )
     def patch(self, request: Request, pk: int) -> Response:
         study = self.study(pk)
@@ -136,16 +134,14 @@ class StudyOpenApi(_StudyStateApi):
         operation_id="studies_open",
         summary="Open a study to raters",
         request=None,
-        responses={200: s.StudyOutput, 400: ERRORS},
+        responses={200: s.StudyOutput},
     )
     def post(self, request: Request, pk: int) -> Response:
         return self.set_state(request, pk, Study.State.OPEN)
 
 
 class StudyCloseApi(_StudyStateApi):
-    @extend_schema(
-        operation_id="studies_close", summary="Close a study", request=None, responses={200: s.StudyOutput, 400: ERRORS}
-    )
+    @extend_schema(operation_id="studies_close", summary="Close a study", request=None, responses={200: s.StudyOutput})
     def post(self, request: Request, pk: int) -> Response:
         return self.set_state(request, pk, Study.State.CLOSED)
 
@@ -177,7 +173,7 @@ class ItemImportApi(ResearcherApi):
         responses={
             201: s.ImportOutcomeOutput,
             202: s.ImportOutcomeOutput,
-            400: OpenApiResponse(s.ImportOutcomeOutput, description="Every problem found; nothing was imported."),
+            400: OpenApiResponse(description="Every problem found (`errors`, by row); nothing was imported."),
         },
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -196,14 +192,16 @@ class ItemImportApi(ResearcherApi):
             result = import_item_objects(
                 study=study, objects=data.validated_data["items"], replace=data.validated_data["replace"]
             )
+        if not result.ok:
+            raise ValidationError({"errors": result.errors})
         outcome = {
-            "status": ItemImport.Status.DONE if result.ok else ItemImport.Status.FAILED,
+            "status": ItemImport.Status.DONE,
             "items_created": result.count,
-            "errors": result.errors,
+            "errors": [],
             "import_id": None,
             "status_url": None,
         }
-        return Response(outcome, status=status.HTTP_201_CREATED if result.ok else status.HTTP_400_BAD_REQUEST)
+        return Response(outcome, status=status.HTTP_201_CREATED)
 
     def _file(self, request: Request, study: Study) -> Response:
         data = s.ItemsFileInput(data=request.data)
@@ -215,10 +213,9 @@ class ItemImportApi(ResearcherApi):
             with transaction.atomic(), acting_as(request.user):
                 item_import = item_import_start(study=study, upload=upload, user=request.user, replace=replace)
         except FileProblem as exc:
-            raise ValidationError(
-                {"status": ItemImport.Status.FAILED, "items_created": 0, "errors": exc.messages}
-            ) from None
-        codes = {ItemImport.Status.DONE: status.HTTP_201_CREATED, ItemImport.Status.FAILED: status.HTTP_400_BAD_REQUEST}
+            raise ValidationError({"errors": exc.messages}) from None
+        if item_import.status == ItemImport.Status.FAILED:
+            raise ValidationError({"errors": item_import.errors})
         # The deprecated /api/ and v1 both serve this operation; each names its own status URL.
         url = reverse(f"{request.resolver_match.namespace}:import_detail", args=[study.pk, item_import.pk])
         outcome = {
@@ -228,7 +225,8 @@ class ItemImportApi(ResearcherApi):
             "import_id": item_import.pk,
             "status_url": request.build_absolute_uri(url),
         }
-        return Response(outcome, status=codes.get(item_import.status, status.HTTP_202_ACCEPTED))
+        done = item_import.status == ItemImport.Status.DONE
+        return Response(outcome, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED)
 
 
 class ItemImportDetailApi(ResearcherApi):

@@ -29,9 +29,9 @@ from .serializers import (
     GenerationRunSerializer,
     GeneratorSerializer,
 )
-from .views import ERRORS
+from .views import STUDY_ID
 
-STUDY = OpenApiParameter("study", int, description="Only generation runs on this study.")
+STUDY = OpenApiParameter("study", STUDY_ID, description="Only generation runs on this study.")
 
 
 @extend_schema_view(
@@ -42,7 +42,7 @@ STUDY = OpenApiParameter("study", int, description="Only generation runs on this
         operation_id="generators_create",
         summary="Create a generator (api_key is write-only)",
         request=GeneratorSerializer,
-        responses={201: GeneratorSerializer, 400: ERRORS},
+        responses={201: GeneratorSerializer},
     ),
 )
 class GeneratorListCreate(BaseConfigListCreate):
@@ -61,7 +61,7 @@ class GeneratorListCreate(BaseConfigListCreate):
         operation_id="generators_update",
         summary='Change a generator; api_key replaces the stored key, "" removes it',
         request=GeneratorSerializer,
-        responses={200: GeneratorSerializer, 400: ERRORS},
+        responses={200: GeneratorSerializer},
     ),
 )
 class GeneratorDetail(BaseConfigDetail):
@@ -92,7 +92,7 @@ class GenerationRunListCreate(_GenerationRuns, BaseRunList):
         operation_id="generation_runs_create",
         summary="Queue a generation run: each generator writes one candidate per prompt of the study",
         request=GenerationRunCreateSerializer,
-        responses={201: GenerationRunSerializer, 400: ERRORS},
+        responses={201: GenerationRunSerializer},
     )
     def post(self, request):
         serializer = GenerationRunCreateSerializer(data=request.data)

@@ -34,7 +34,7 @@ from .serializers import (
     RunSerializer,
     TemplateSerializer,
 )
-from .views import ERRORS, NAME, STUDY, JudgeListCreate, RunListCreate, TemplateListCreate
+from .views import NAME, STUDY, JudgeListCreate, RunListCreate, TemplateListCreate
 
 
 class JudgesApi(PagedListMixin, JudgeListCreate):
@@ -177,7 +177,7 @@ class TournamentsApi(_Tournaments, APIView):
         operation_id="tournaments_create",
         summary="Start a HumorRank tournament: the judge compares contestants' candidates pair by pair",
         request=TournamentCreateSerializer,
-        responses={201: TournamentSerializer, 400: ERRORS},
+        responses={201: TournamentSerializer},
     )
     def post(self, request):
         incoming = TournamentCreateSerializer(data=request.data)

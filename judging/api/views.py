@@ -7,9 +7,8 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
-    inline_serializer,
 )
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -32,18 +31,10 @@ from .bases import (
 )
 from .serializers import JudgeSerializer, RunCreateSerializer, RunSerializer, TemplateSerializer
 
-ERRORS = OpenApiResponse(
-    inline_serializer(
-        "FieldErrors",
-        {"detail": serializers.ListField(child=serializers.CharField(), required=False)},
-    ),
-    description="Invalid input: a list of messages under each input field's name (`detail`: about the whole).",
-)
-CONFLICT = OpenApiResponse(
-    inline_serializer("Conflict", {"detail": serializers.CharField()}),
-    description="The judge has judgments (or a tournament) and stays.",
-)
-STUDY = OpenApiParameter("study", int, description="Only runs on this study.")
+CONFLICT = OpenApiResponse(description="The judge has judgments (or a tournament) and stays.")
+# The filter as RunFilterSerializer reads it: a study id, 1 to the largest 64-bit id.
+STUDY_ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+STUDY = OpenApiParameter("study", STUDY_ID, description="Only runs on this study.")
 NAME = OpenApiParameter("name", str, description="Only versions of this template.")
 
 
@@ -53,7 +44,7 @@ NAME = OpenApiParameter("name", str, description="Only versions of this template
         operation_id="judges_create",
         summary="Create a judge (api_key is write-only)",
         request=JudgeSerializer,
-        responses={201: JudgeSerializer, 400: ERRORS},
+        responses={201: JudgeSerializer},
     ),
 )
 class JudgeListCreate(BaseConfigListCreate):
@@ -78,7 +69,7 @@ class JudgeListCreate(BaseConfigListCreate):
         summary='Change a judge; api_key replaces the stored key, "" removes it. A change of what produces '
         "the answers of a judge that has run makes a new version: the response is that version (a new id)",
         request=JudgeSerializer,
-        responses={200: JudgeSerializer, 400: ERRORS},
+        responses={200: JudgeSerializer},
     ),
 )
 class JudgeDetail(BaseConfigDetail):
@@ -128,7 +119,7 @@ class RunListCreate(_JudgeRuns, BaseRunList):
         operation_id="judge_runs_create",
         summary="Queue a judge run over a study",
         request=RunCreateSerializer,
-        responses={201: RunSerializer, 400: ERRORS},
+        responses={201: RunSerializer},
     )
     def post(self, request):
         serializer = RunCreateSerializer(data=request.data)
@@ -187,7 +178,7 @@ class RunResume(_JudgeRuns, BaseRunResume):
         operation_id="judge_runs_retry_failed",
         summary="Queue a new run of the same judge version over this run's failed and unparseable units",
         request=None,
-        responses={201: RunSerializer, 400: ERRORS},
+        responses={201: RunSerializer},
     )
 )
 class RunRetryFailed(_JudgeRuns, BaseRunResume):
@@ -219,7 +210,7 @@ class TemplateListCreate(APIView):
         operation_id="prompt_templates_create",
         summary="Save a new version of one of your templates (of a built-in's name: your own copy)",
         request=TemplateSerializer,
-        responses={201: TemplateSerializer, 400: ERRORS},
+        responses={201: TemplateSerializer},
     )
     def post(self, request):
         serializer = TemplateSerializer(data=request.data)

@@ -130,7 +130,10 @@ class TestStudyCreateApi:
             self.url, {"name": "X", "task_type": "vote_allocation", "config": {"max_votes": 99}}, format="json"
         )
         assert response.status_code == 400
-        assert response.json() == {"errors": ["max_votes must be a whole number from 1 to 20."]}
+        assert response.json() == {
+            "detail": "max_votes must be a whole number from 1 to 20.",
+            "errors": ["max_votes must be a whole number from 1 to 20."],
+        }
         assert Study.objects.count() == 0
 
     def test_it_rejects_a_misspelt_config_setting(self, api):
@@ -168,7 +171,10 @@ class TestStudyUpdateApi:
             format="json",
         )
         assert response.status_code == 400
-        assert response.json() == {"errors": ["The task configuration cannot change once judgments exist."]}
+        assert response.json() == {
+            "detail": "The task configuration cannot change once judgments exist.",
+            "errors": ["The task configuration cannot change once judgments exist."],
+        }
 
     def test_an_attention_rate_of_one_is_refused(self, api, draft):
         response = api.patch(reverse("api:study_update", args=[draft.pk]), {"attention_check_rate": 1}, format="json")
@@ -193,7 +199,10 @@ class TestStudyOpenApi:
     def test_it_refuses_a_study_without_items(self, api, draft):
         response = api.post(reverse("api:study_open", args=[draft.pk]))
         assert response.status_code == 400
-        assert response.json() == {"errors": ["Add items before opening the study."]}
+        assert response.json() == {
+            "detail": "Add items before opening the study.",
+            "errors": ["Add items before opening the study."],
+        }
 
     def test_another_researcher_cannot_open_the_study(self, api, make_study, other_researcher):
         study = make_study(owner=other_researcher, open_=False)

@@ -140,9 +140,8 @@ class TestApi:
         body = '{"name": "x", "task_type": "ordinal", "quota_per_item": ' + HUGE_NUMBER + "}"
         response = post_json(api, reverse("api:study_create"), body)
         assert response.status_code == 400
-        assert response.json() == {
-            "quota_per_item": ["A number with 5,000 digits; numbers may have at most 30 digits."]
-        }
+        message = "A number with 5,000 digits; numbers may have at most 30 digits."
+        assert response.json() == {"detail": f"quota_per_item: {message}", "quota_per_item": [message]}
 
     @pytest.mark.parametrize(
         ("metadata", "message"),
@@ -170,13 +169,13 @@ class TestApi:
         body = '{"name": "j", "base_url": "http://127.0.0.1:9/v1", "model": "m", "max_tokens": ' + HUGE_NUMBER + "}"
         response = post_json(api, "/api/judging/judges/", body)
         assert response.status_code == 400
-        assert list(response.json()) == ["max_tokens"]
+        assert list(response.json()) == ["detail", "max_tokens"]
 
     def test_a_deep_response_schema_is_a_400_naming_it(self, api):
         body = json.dumps({"name": "t", "task_type": "ordinal", "user_text": "{{ text }}"})[:-1]
         response = post_json(api, "/api/judging/templates/", body + ', "response_schema": ' + DEEP + "}")
         assert response.status_code == 400
-        assert list(response.json()) == ["response_schema"]
+        assert list(response.json()) == ["detail", "response_schema"]
 
 
 @pytest.mark.django_db

@@ -84,7 +84,7 @@ class TestTheSameMessageEverywhere:
         body = {"name": "Settings", "task_type": "ordinal", name: value}
         response = api.post(reverse("api:study_create"), body, format="json")
         assert response.status_code == 400
-        assert response.json() == {name: [message]}
+        assert response.json() == {"detail": f"{name}: {message}", name: [message]}
         assert Study.objects.count() == 0
 
     @pytest.mark.parametrize(("name", "value", "message"), BAD_VALUES, ids=IDS)
@@ -101,7 +101,8 @@ class TestTheSameMessageEverywhere:
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
         response = api.patch(reverse("api:study_update", args=[study.pk]), {"quota_per_item": 0}, format="json")
-        assert response.json() == {"quota_per_item": ["Must be at least 1: each item needs at least one judgment."]}
+        message = "Must be at least 1: each item needs at least one judgment."
+        assert response.json() == {"detail": f"quota_per_item: {message}", "quota_per_item": [message]}
         study.refresh_from_db()
         assert study.quota_per_item == 3
 

@@ -4,85 +4,20 @@ and the older addresses marked deprecated with a link to their successor."""
 import pytest
 import yaml
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import judgment_submit
-from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
 from judging.services.judges import judge_find_or_create
-from judging.services.runs import run_create
-from judging.services.tournaments import process_tournament, tournament_create
+from judging.services.tournaments import process_tournament
 from ratings.exports.services import export_create
 from ratings.models import Export
 from ratings.tasks import export_study_task
+from tests.api.conftest import contest, items_csv, token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def token_client(user) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
-    return client
-
-
-@pytest.fixture(autouse=True)
-def isolated_files(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-    settings.FUNNYBONE_DATA_DIR = tmp_path / "data"
-
-
-def contest(owner):
-    source = study_create(owner=owner, name="contest", task_type="pick_one")
-    items_create(
-        study=source,
-        items=[
-            ItemSpec(
-                external_id=f"p{n}",
-                prompt=f"Headline {n}",
-                candidates=[CandidateSpec(key=k, text="x" * size) for k, size in (("terse", 5), ("wordy", 40))],
-            )
-            for n in range(2)
-        ],
-    )
-    return source
-
-
-@pytest.fixture
-def world(researcher, make_study):
-    """One of everything the API serves, all owned by the researcher."""
-    study = make_study(n_items=3, quota_per_item=1)
-    enrollment = enroll_crowdworker(study=study, participant_id="p1")
-    while (nxt := next_assignment(enrollment=enrollment)).assignment:
-        judgment_submit(assignment=nxt.assignment, rater=enrollment.rater, value={"rating": 2})
-    judge, _ = judge_find_or_create(owner=researcher, baseline="length")
-    run = run_create(study=study, judge=judge, created_by=researcher, enqueue=False)
-    tournament = tournament_create(
-        owner=researcher, name="cup", source_study=contest(researcher), judge=judge, enqueue=False
-    )
-    export = export_create(study=study, user=researcher, fmt="csv")
-    export_study_task.apply(args=[export.pk])
-    item_import = token_client(researcher).post(
-        f"/api/v1/studies/{study.pk}/imports/",
-        {"file": _items_csv()},
-        format="multipart",
-    )
-    assert item_import.status_code == 201, item_import.content
-    return {
-        "study": study.pk,
-        "judge": judge.pk,
-        "run": run.pk,
-        "tournament": tournament.pk,
-        "export": export.pk,
-        "import": item_import.json()["import_id"],
-    }
-
-
-def _items_csv():
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    return SimpleUploadedFile("more.csv", b"id,text\nextra-1,A new joke.\n", content_type="text/csv")
 
 
 # Every GET of v1 that names one researcher's object: the URL, filled from ``world``.
@@ -400,7 +335,37 @@ class TestDeprecatedAddresses:
     def test_the_old_import_answer_points_at_the_old_status_address(self, researcher, make_study):
         study = make_study(open_=False)
         response = token_client(researcher).post(
-            f"/api/studies/{study.pk}/items/import/", {"file": _items_csv()}, format="multipart"
+            f"/api/studies/{study.pk}/items/import/", {"file": items_csv()}, format="multipart"
         )
         assert response.status_code == 201
         assert f"/api/studies/{study.pk}/imports/" in response.json()["status_url"]
+
+
+class TestAlignmentReport:
+    def test_a_token_reads_the_figures_the_page_shows_from_the_same_stored_report(self, researcher, client):
+        from ratings.models import StudyReport
+        from tests.ratings.alignment_helpers import build_ordinal
+
+        study, raters = build_ordinal(researcher)
+        api = token_client(researcher)
+        url = f"/api/v1/studies/{study.pk}/reports/alignment/"
+        body = api.get(url).json()
+        assert body["computing"] is False and body["current"] is True and body["status"] == "done"
+        kappas = {row["label"]: row for row in body["result"]["overall"]["judges"]}
+        assert set(kappas) >= {"twin", "contrarian", "gappy"}
+        client.force_login(researcher)
+        page = client.get(reverse("alignment:report", args=[study.slug]))
+        assert page.status_code == 200 and page.context["report"].result == body["result"]
+        assert StudyReport.objects.filter(study=study, kind=StudyReport.Kind.ALIGNMENT).count() == 1
+
+        only_twin = api.get(url, {"judges": str(raters["twin"].pk)}).json()
+        assert [row["label"] for row in only_twin["result"]["overall"]["judges"]] == ["twin"]
+
+    def test_unknown_ids_are_404_naming_them_and_no_token_is_401_not_a_login_redirect(self, researcher):
+        from tests.ratings.alignment_helpers import build_ordinal
+
+        study, _ = build_ordinal(researcher)
+        url = f"/api/v1/studies/{study.pk}/reports/alignment/"
+        missing = token_client(researcher).get(url, {"judges": "999999"})
+        assert missing.status_code == 404 and missing.json()["detail"] == "Not in this study: judge 999999."
+        assert APIClient().get(url).status_code == 401

@@ -100,6 +100,8 @@ def test_the_readme_example_runs_against_a_live_site(transactional_db, tmp_path,
     assert runs.count() == 2 and all(run.status == "done" for run in runs)
     assert study.judgments.count() == 10
     assert "alpha:" in out
+    assert "runs on the study: 2" in out and out.count(" done") >= 2  # on_progress saw each run end
+    assert "no alignment yet: the chosen human reference has no judgments" in out
     cup = Tournament.objects.get(owner=user, name="Short or long")
     assert cup.status == "done"
     assert "ranking: ['terse', 'rambling']" in out

@@ -107,4 +107,5 @@ class TestApiQueries:
         )
         response = api.post("/api/judging/templates/", body, content_type="application/json")
         assert response.status_code == 400
-        assert response.json() == {"response_schema": ["description: a NUL character (0x00) at position 2; remove it."]}
+        message = "description: a NUL character (0x00) at position 2; remove it."
+        assert response.json() == {"detail": f"response_schema: {message}", "response_schema": [message]}

@@ -5,12 +5,34 @@
     fb = Funnybone("https://funnybone.example.org", token="...")
     study = fb.create_study_from_file("study.yaml")
 
-Every method is one or a few HTTP requests; lists follow the server's pages to
-the end; background work (imports, runs, tournaments, exports) has a ``wait_*``
-method that polls until it is finished and raises if it failed.
+Every method is one or a few HTTP requests, sent again on connection errors, 429 and
+5xx (honouring ``Retry-After``); lists are lazy iterators that ask for the next page
+as you go; background work (imports, runs, tournaments, exports, the alignment
+report) has a ``wait_*`` method that polls until it is finished, reports each state
+to an ``on_progress`` callback, and raises if it failed.
 """
 
-from .client import ForeignAddress, Funnybone, FunnyboneError, JobFailed, UnexpectedRedirect
+from .client import (
+    JSON,
+    OPERATIONS,
+    ForeignAddress,
+    Funnybone,
+    FunnyboneError,
+    JobFailed,
+    Progress,
+    UnexpectedRedirect,
+    retry_after,
+)
 
-__all__ = ["ForeignAddress", "Funnybone", "FunnyboneError", "JobFailed", "UnexpectedRedirect"]
-__version__ = "1.0.0"
+__all__ = [
+    "JSON",
+    "OPERATIONS",
+    "ForeignAddress",
+    "Funnybone",
+    "FunnyboneError",
+    "JobFailed",
+    "Progress",
+    "UnexpectedRedirect",
+    "retry_after",
+]
+__version__ = "1.1.0"
