@@ -315,10 +315,9 @@ def allocation_summary(*, study: Study) -> dict[str, Any] | None:
         row.update(mean=on_scale(row["mean"]), lower=on_scale(row["lower"]), upper=on_scale(row["upper"]))
     for row in summary.get("widest", []):
         row.update(width=2 * row.pop("halfwidth") * span)
-    names = dict(
-        Item.objects.filter(pk__in=[r["item"] for r in summary.get("best", [])]).values_list("pk", "external_id")
-    )
-    for row in summary.get("best", []):
+    rows = [*summary.get("best", []), *summary.get("widest", [])]
+    names = dict(Item.objects.filter(pk__in=[r["item"] for r in rows]).values_list("pk", "external_id"))
+    for row in rows:
         row["external_id"] = names.get(row["item"], "")
     answers = int(arms.n.sum())
     return {

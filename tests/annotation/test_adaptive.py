@@ -15,6 +15,7 @@ from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import answer_and_next
 from annotation.services.places import places_recount
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
+from ratings.analysis import allocation_report
 from tests.conftest import build_study
 
 pytestmark = pytest.mark.django_db
@@ -90,6 +91,9 @@ def test_top_k_spends_the_budget_on_the_funny_few_and_the_page_shows_it(research
     assert top >= 1.5 * rest, counts
     summary = allocation_summary(study=study)
     assert {row["external_id"] for row in summary["best"] if row["top"]} == funny
+    report = allocation_report(study)  # the analysis report says which judgments the policy chose
+    assert report["adaptive"] + report["passive"] == 150
+    assert all(row["lower"] <= row["mean"] <= row["upper"] for row in report["best"])
     assert_guarantees(study)
     passive = AllocationLog.objects.filter(study=study, passive=True).count()
     assert 0 < passive < 40  # about a tenth of 150
