@@ -2,6 +2,7 @@
 """Adaptive allocation against uniform allocation, in simulation with a fixed seed (issue 26's targets).
 
     .venv/bin/python bench/bench_adaptive.py [--seed 26] [--only top_k,precision,active_pairs]
+                                             [--answer-path 5000]
 
 Every adaptive run calls the policies the server runs (``annotation.allocation``'s ``top_k`` and
 ``precision``, ``ratings.allocation``'s ``active_pairs``: their ``plan`` and the shared ``order``),
@@ -276,16 +277,95 @@ def active_pairs(seed: int, replications: int = 5) -> list[tuple]:
     ]
 
 
+# -- the answer path ---------------------------------------------------------------------------------
+
+
+def answer_path(items: int, answers: int = 400, per_rater: int = 20) -> list[tuple]:
+    """Milliseconds per answer-and-next-item (``answer_and_next``, as the item form calls it) on a
+    uniform and a ``top_k`` study of ``items`` items, one rater at a time, in the same run."""
+    import random
+    import secrets
+
+    from django.contrib.auth import get_user_model
+
+    from annotation.services.assignment import next_assignment
+    from annotation.services.enrollment import enroll_crowdworker
+    from annotation.services.judgments import answer_and_next
+    from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
+
+    owner = get_user_model().objects.create_user(f"bench-adaptive-{secrets.token_hex(4)}")
+    rows = []
+    try:
+        for policy in ("uniform", "top_k"):
+            study = study_create(
+                owner=owner,
+                name=f"bench {policy}",
+                task_type="ordinal",
+                config={"points": [0, 1, 2], "labels": ["unfunny", "somewhat funny", "funny"]},
+                quota_per_item=5,
+                allocation_policy=policy,
+            )
+            items_create(study=study, items=[ItemSpec(external_id=f"i{i}", text=f"joke {i}") for i in range(items)])
+            study_set_state(study=study, state="open")
+            rng = random.Random(26)
+            times: list[float] = []
+            rater = 0
+            while len(times) < answers:
+                enrollment = enroll_crowdworker(study=study, participant_id=f"{policy}-{rater}")
+                rater += 1
+                nxt = next_assignment(enrollment=enrollment, shown=True)
+                for given in range(1, per_rater + 1):
+                    if nxt is None or nxt.assignment is None:
+                        break
+                    started = time.perf_counter()
+                    nxt = answer_and_next(
+                        enrollment=enrollment,
+                        assignment_id=nxt.assignment.pk,
+                        data={"rating": str(rng.choice([0, 0, 0, 1, 2]))},
+                        lease_next=given < per_rater,
+                    )
+                    times.append(time.perf_counter() - started)
+            ms = np.array(times) * 1000
+            rows.append((policy, items, len(ms), float(np.median(ms)), float(np.percentile(ms, 95))))
+            study.delete()
+    finally:
+        owner.delete()
+    base = rows[0][3]
+    return [
+        (
+            "answer path",
+            f"{n:,} items, {count} answers, one rater at a time",
+            "(cost of the policy per answer)",
+            f"uniform: median {base:.1f} ms" if policy == "top_k" else "–",
+            f"{policy}: median {median:.1f} ms, p95 {p95:.1f} ms",
+            f"{median / base:.0%}",
+            "–",
+            "answer_and_next on PostgreSQL",
+        )
+        for policy, n, count, median, p95 in rows
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--only", default="top_k,precision,active_pairs")
+    parser.add_argument(
+        "--answer-path",
+        type=int,
+        default=0,
+        metavar="ITEMS",
+        help="also time the answer path on uniform and top_k studies of this many items (DATABASE_URL, migrated)",
+    )
     args = parser.parse_args()
     setup()
     runs = {"top_k": top_k, "precision": precision, "active_pairs": active_pairs}
+    if args.answer_path:
+        runs["answer_path"] = lambda _seed: answer_path(args.answer_path)
+        args.only += ",answer_path"
     print("| policy | set | target | reference | adaptive | share of reference | target | note |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.only.split(","):
+    for name in filter(None, args.only.split(",")):
         for row in runs[name](args.seed):
             print("| " + " | ".join(str(x) for x in row) + " |", flush=True)
 

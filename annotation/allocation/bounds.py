@@ -18,6 +18,8 @@ Two families, each chosen for what it is used for (docs/adaptive.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 _EPS = 1e-12
@@ -43,9 +45,24 @@ def kl_level(n: np.ndarray, *, delta: float, arms: int) -> np.ndarray:
 def kl_bounds(
     n: np.ndarray, total: np.ndarray, *, delta: float, arms: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, lower, upper) per item from its count and sum of rewards; an unsampled item is (0.5, 0, 1)."""
+    """(mean, lower, upper) per item from its count and sum of rewards; an unsampled item is (0.5, 0, 1).
+
+    Items with the same count and sum share their bounds, which are computed once: on a rating scale
+    most items do (every unrated item, every item rated once "unfunny"), so the cost follows the
+    distinct (count, sum) pairs, not the items.
+    """
     n = np.asarray(n, dtype=float)
     total = np.asarray(total, dtype=float)
+    if n.size > 64:
+        # One number per (count, sum): 0 ≤ sum ≤ count, so count · (largest sum + 1) + sum tells them apart.
+        key = n * (float(total.max(initial=0.0)) + 1.0) + total
+        _keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        if len(first) <= FEW:
+            found = np.array([_one(float(n[i]), float(total[i]), delta, arms) for i in first]).reshape(-1, 3)
+            return found[inverse, 0], found[inverse, 1], found[inverse, 2]
+        if len(first) < n.size:
+            mean, lower, upper = kl_bounds(n[first], total[first], delta=delta, arms=arms)
+            return mean[inverse], lower[inverse], upper[inverse]
     seen = n > 0
     mean = np.where(seen, total / np.where(seen, n, 1.0), 0.5)
     mean = np.clip(mean, 0.0, 1.0)
@@ -63,6 +80,18 @@ def kl_bounds(
         low, high = np.where(inside, low, mid), np.where(inside, mid, high)
     lower = np.where(seen, high, 0.0)
     return mean, lower, upper
+
+
+#: Up to this many distinct (count, sum) pairs, each pair's bounds are looked up (``_one``) rather than
+#: recomputed on arrays: a request on a big study then costs a few lookups.
+FEW = 512
+
+
+@lru_cache(maxsize=65_536)
+def _one(n: float, total: float, delta: float, arms: int) -> tuple[float, float, float]:
+    """``kl_bounds`` of one item (the same computation), remembered across requests."""
+    mean, lower, upper = kl_bounds(np.array([n]), np.array([total]), delta=delta, arms=arms)
+    return float(mean[0]), float(lower[0]), float(upper[0])
 
 
 #: The prior's weight (in answers) and variance shrinking the sample variance of ``normal_halfwidth``:
