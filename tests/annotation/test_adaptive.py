@@ -9,12 +9,19 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from annotation.allocation.state import allocation_summary, arms_drift, replay
-from annotation.models import AllocationLog, Assignment, Judgment
+from annotation.models import AllocationArm, AllocationLog, Assignment, Judgment
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
 from annotation.services.judgments import answer_and_next
 from annotation.services.places import places_recount
-from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
+from annotation.services.studies import (
+    CandidateSpec,
+    ItemSpec,
+    items_create,
+    study_create,
+    study_set_state,
+    study_update,
+)
 from ratings.analysis import allocation_report
 from tests.conftest import build_study
 
@@ -174,3 +181,12 @@ def test_a_policy_that_does_not_fit_the_task_type_is_refused(researcher):
     with pytest.raises(ValidationError) as refused:
         study_create(owner=researcher, name="p", task_type="pairwise", allocation_policy="top_k")
     assert "allocation_policy" in refused.value.message_dict
+
+
+def test_switching_policy_builds_the_state_from_the_answers_already_given(researcher):
+    study = build_study(researcher, n_items=4, config=THREE_POINTS, quota_per_item=2)
+    crowd(study, lambda assignment, rng: {"rating": "2"}, raters=2, per_rater=4)
+    assert not AllocationArm.objects.filter(study=study).exists()  # a uniform study keeps no state
+    study_update(study=study, allocation_policy="precision")
+    assert arms_drift(study=study) == {}
+    assert sorted(AllocationArm.objects.filter(study=study).values_list("n", "total")) == [(2, 2.0)] * 4
