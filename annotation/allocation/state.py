@@ -14,12 +14,13 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
 from ..models import (
     HUMAN_KINDS,
@@ -226,6 +227,33 @@ class Choice:
         )
 
 
+#: How long a process reuses a study's ranking (seconds). Within it every request ranks from the same
+#: snapshot — which its log row records, so the replay still holds — and the leases decide, as always,
+#: who gets an item; a request then costs a lookup instead of reading every item.
+PLAN_SECONDS = 1.0
+_plans: dict[int, tuple[float, str, Params, Arms, np.ndarray, Plan]] = {}
+
+
+def _ranking(study: Study, policy: AllocationPolicy, params: Params) -> tuple[Arms, np.ndarray, Plan]:
+    """The study's items, their places taken and the policy's plan, at most ``PLAN_SECONDS`` old."""
+    now = time.monotonic()
+    cached = _plans.get(study.pk)
+    if cached is not None and cached[0] > now and cached[1] == policy.name and cached[2] == params:
+        return cached[3], cached[4], cached[5]
+    arms, places = study_arms(study, policy)
+    plan = policy.plan(arms, params)
+    if PLAN_SECONDS > 0:
+        if len(_plans) > 64:
+            for key in [key for key, entry in _plans.items() if entry[0] <= now]:
+                del _plans[key]
+        _plans[study.pk] = (now + PLAN_SECONDS, policy.name, params, arms, places, plan)
+    return arms, places, plan
+
+
+def _places_taken(study: Study) -> int:
+    return Item.objects.filter(study=study, is_attention_check=False).aggregate(s=Sum("places_taken"))["s"] or 0
+
+
 def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
     """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item."""
     study, rater = enrollment.study, enrollment.rater
@@ -233,14 +261,13 @@ def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
     if policy is None:
         return None
     params = study_params(study)
-    arms, places = study_arms(study, policy)
-    choice = Choice(study=study, policy=policy, _arms=arms, _params=params)
-    if params.budget is not None and rater.is_human and places.sum() >= params.budget:
+    choice = Choice(study=study, policy=policy, _params=params)
+    if params.budget is not None and rater.is_human and _places_taken(study) >= params.budget:
         choice.spent = True
         return choice
     choice.passive = unit_draw(study.seed, "passive", rater.pk, sequence) < params.passive_share
-    plan = policy.plan(arms, params)
-    choice._plan = plan
+    arms, places, plan = _ranking(study, policy, params)
+    choice._arms, choice._plan = arms, plan
     seen = np.fromiter(
         Assignment.objects.filter(rater=rater, study=study).values_list("item_id", flat=True), dtype=np.int64
     )
