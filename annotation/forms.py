@@ -15,6 +15,16 @@ from .study_settings import SETTINGS, STUDY_SETTINGS, StudySetting
 from .task_types import TASK_TYPES, get_task_type
 
 SETTINGS_FIELDS = ["name", *STUDY_SETTINGS]
+#: Settings added after the study form was first published: a form posted without them keeps the study's values.
+KEPT_WHEN_LEFT_OUT = (
+    "recruitment",
+    "min_answers",
+    "allocation_policy",
+    "allocation_k",
+    "allocation_delta",
+    "allocation_target_width",
+    "allocation_passive_share",
+)
 
 
 def _clean_config(raw: str, task_type: str) -> dict[str, Any]:
@@ -138,8 +148,8 @@ class StudySettingsForm(_SettingsFields, forms.ModelForm):
         code.required = False
         code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
         # Left out of a form posted before the setting existed: keep what the study has.
-        self.fields["recruitment"].required = False
-        self.fields["min_answers"].required = False
+        for name in KEPT_WHEN_LEFT_OUT:
+            self.fields[name].required = False
 
     def task_type_name(self) -> str:
         return self.instance.task_type
@@ -147,12 +157,12 @@ class StudySettingsForm(_SettingsFields, forms.ModelForm):
     def clean_config(self) -> dict[str, Any]:
         return _clean_config(self.cleaned_data.get("config", ""), self.task_type_name())
 
-    def clean_recruitment(self) -> str:
-        return self.cleaned_data.get("recruitment") or self.instance.recruitment
-
-    def clean_min_answers(self) -> int:
-        answers = self.cleaned_data.get("min_answers")
-        return self.instance.min_answers if answers is None else answers
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in KEPT_WHEN_LEFT_OUT:
+            if name in cleaned and cleaned[name] in (None, ""):
+                cleaned[name] = getattr(self.instance, name)
+        return cleaned
 
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).

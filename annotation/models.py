@@ -32,6 +32,13 @@ def _seed() -> int:
     return secrets.randbelow(2**31)
 
 
+def allocation_policy_choices() -> list[tuple[str, str]]:
+    """The registered allocation policies (``annotation.allocation``), read when choices are needed."""
+    from .allocation import policy_choices
+
+    return policy_choices()
+
+
 class Study(models.Model):
     class State(models.TextChoices):
         DRAFT = "draft", "Draft"
@@ -109,6 +116,15 @@ class Study(models.Model):
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Adaptive allocation (annotation/allocation, docs/adaptive.md). The quota above stays each item's cap.
+    allocation_policy = models.CharField(
+        max_length=20, choices=allocation_policy_choices, default="uniform", db_default="uniform"
+    )
+    allocation_k = models.PositiveIntegerField("top k", default=10, db_default=10)
+    allocation_delta = models.FloatField("allocation confidence δ", default=0.05, db_default=0.05)
+    allocation_target_width = models.FloatField("target interval width", default=0.5, db_default=0.5)
+    allocation_passive_share = models.FloatField("passive share", default=0.1, db_default=0.1)
+    allocation_budget = models.PositiveIntegerField("allocation budget", null=True, blank=True)
     inputs_revision = models.PositiveBigIntegerField(
         default=0,
         db_default=0,
@@ -476,3 +492,44 @@ class AuditEntry(models.Model):
     def change_rows(self) -> list[tuple[str, object, object]]:
         """(field, old, new) rows; templates cannot use ``changes.items`` when a field is named "items"."""
         return [(name, *values) for name, values in sorted(self.changes.items())]
+
+
+class AllocationArm(models.Model):
+    """An adaptive policy's state for one regular item: people's usable answers, as rewards in [0, 1].
+
+    Added to on each answer (``allocation.state.arm_add``) under the item's row lock the answer
+    already holds; rebuilt from the judgments by ``allocation.state.arms_recount``.
+    """
+
+    item = models.OneToOneField(Item, primary_key=True, on_delete=models.CASCADE, related_name="arm")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="arms")
+    n = models.PositiveIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+    total_sq = models.FloatField(default=0.0)
+
+    def __str__(self) -> str:
+        return f"item {self.item_id}: {self.n} answer(s)"
+
+
+class AllocationLog(models.Model):
+    """One item handed out under an adaptive policy, with what the decision was made from.
+
+    ``passive``: the rater's passive share drew this one (the study's own walk). Otherwise
+    ``state`` keeps the policy's context and, for the items ranked ahead of the one handed out
+    and that item, their counts and columns, so ``allocation.state.replay`` reaches the same choice.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="allocation_log")
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="allocation")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    policy = models.CharField(max_length=20)
+    passive = models.BooleanField(default=False)
+    state = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["study", "id"], name="allocation_log_study_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.policy}{' (passive)' if self.passive else ''}: item {self.item_id} to rater {self.rater_id}"

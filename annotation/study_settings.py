@@ -197,6 +197,50 @@ SETTINGS: tuple[StudySetting, ...] = (
         "Answers given faster than this many seconds are flagged as too fast.",
         minimum=0,
     ),
+    StudySetting(
+        "allocation_policy",
+        "choice",
+        "Which items the next judgments go to (docs/adaptive.md): uniform (every item to its quota), "
+        "top_k or precision for ratings, active_pairs for pairwise studies.",
+    ),
+    StudySetting(
+        "allocation_k",
+        "whole_number",
+        "top_k: how many of the funniest items to find.",
+        minimum=1,
+        range_message="Must be at least 1: the policy looks for the k funniest items.",
+    ),
+    StudySetting(
+        "allocation_delta",
+        "number",
+        "Adaptive policies: the error allowed (δ), e.g. 0.05 for 95% confidence.",
+        minimum=0.0001,
+        below=1,
+        range_message="Must be a share from 0.0001 up to (not including) 1, e.g. 0.05 for 95% confidence.",
+    ),
+    StudySetting(
+        "allocation_target_width",
+        "number",
+        "precision: an item stops receiving raters once its mean's interval is narrower than this, "
+        "in points of the scale.",
+        minimum=0.01,
+        range_message="Must be at least 0.01 points of the scale.",
+    ),
+    StudySetting(
+        "allocation_passive_share",
+        "number",
+        "Adaptive policies: the share of judgments handed out uniformly, an unbiased sample beside the policy's.",
+        minimum=0,
+        below=1,
+        range_message="Must be a share from 0 up to (not including) 1, e.g. 0.1 for one judgment in ten.",
+    ),
+    StudySetting(
+        "allocation_budget",
+        "whole_number",
+        "Adaptive policies: at most this many judgments (places taken) in all; empty (null) for no limit "
+        "but the quota per item.",
+        minimum=1,
+    ),
     StudySetting("consent_text", "text", "Shown to raters before they start; they must agree.", multiline=True),
     StudySetting("instructions_text", "text", "Shown to raters after consent and above each item.", multiline=True),
     StudySetting(

@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 
 from annotation.access import owned_by
+from annotation.allocation import UNIFORM, policy_choices
 from annotation.task_types import TASK_TYPES
 
 from .keys import key_env_help
@@ -131,6 +132,14 @@ class RunForm(forms.Form):
     judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none())
     trials = forms.IntegerField(min_value=1, max_value=20, required=False, help_text="Default: the judge's own.")
     both_orders = forms.BooleanField(required=False, help_text="Pairwise studies: judge A/B and B/A.")
+    allocation_policy = forms.ChoiceField(
+        choices=policy_choices,
+        initial=UNIFORM,
+        required=False,
+        label="Trials per item",
+        help_text="Uniform: every item every trial. An adaptive policy (docs/adaptive.md) asks further trials "
+        "only of the items it still needs, up to the number of trials.",
+    )
 
     def __init__(self, *args: Any, owner=None, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -286,6 +286,9 @@ class JudgeRun(Driven):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     trials = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
     both_orders = models.BooleanField(default=False)
+    # An adaptive policy (annotation.allocation) asks items further trials in waves, ``trials`` being the
+    # most any item gets (judging/services/adaptive_runs.py); "uniform" asks every item every trial.
+    allocation_policy = models.CharField(max_length=20, default="uniform", db_default="uniform")
     status = models.CharField(max_length=10, choices=RunStatus, default=RunStatus.QUEUED)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

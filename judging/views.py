@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
+from annotation.allocation import UNIFORM
 from annotation.models import Candidate, Study
 from annotation.task_types import get_task_type
 from annotation.views.researcher import researcher_required
@@ -176,6 +177,7 @@ def study_runs(request: HttpRequest, study_pk: int) -> HttpResponse:
             trials=form.cleaned_data["trials"],
             both_orders=form.cleaned_data["both_orders"] or None,
             created_by=request.user,
+            allocation_policy=form.cleaned_data["allocation_policy"] or UNIFORM,
         ),
     )
     if run:

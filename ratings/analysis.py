@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
+from annotation.allocation import scale_ends
+from annotation.allocation.state import allocation_summary, passive_means
 from annotation.models import Study
 from annotation.task_types import Level, get_task_type
 
@@ -210,7 +212,34 @@ def analysis_result(
     if task_type.level == Level.PAIRWISE:
         progress(0.75, "Bradley–Terry leaderboard")
         result["leaderboard"] = _leaderboard(study, group, rater_ids)
+    if (allocation := allocation_report(study)) is not None:
+        result["allocation"] = allocation
     return to_plain(result)
+
+
+def allocation_report(study: Study) -> dict[str, Any] | None:
+    """How an adaptively allocated study's judgments were chosen, and estimates that hold under it.
+
+    The judgments the policy chose and those of the passive (uniform) share are counted apart.
+    The top items' intervals are the policy's anytime-valid KL bounds, which stay valid however
+    the policy chose; beside them, each item's mean over its passive answers alone, which is an
+    unbiased sample but a small one (docs/adaptive.md, "Estimates"). None for a uniform study.
+    """
+    summary = allocation_summary(study=study)
+    if summary is None:
+        return None
+    passive = passive_means(study=study)
+    task_type = get_task_type(study.task_type)
+    low, high = scale_ends(task_type, task_type.config(study.config))
+    for row in summary.get("best", []):
+        n, mean = passive.get(row["item"], (0, None))
+        row["passive_n"] = n
+        row["passive_mean"] = None if mean is None else low + mean * (high - low)
+    summary["intervals"] = (
+        "anytime-valid KL confidence bounds (valid under adaptive sampling) at confidence "
+        f"{1 - study.allocation_delta:.0%}; the passive mean uses the passive share's answers only"
+    )
+    return summary
 
 
 def analysis_compute(study: Study, params: dict[str, Any], progress: Progress) -> dict[str, Any]:

@@ -8,7 +8,7 @@ class RatingsConfig(AppConfig):
     def ready(self) -> None:
         # Exports and stored reports are job kinds (ratings.tasks registers them), so they join the
         # recovery every worker runs (annotation.tasks.recover_stale_jobs_task); annotation never imports ratings.
-        from ratings import tasks  # noqa: F401
+        from ratings import allocation, tasks  # noqa: F401 - allocation registers the active_pairs policy
         from ratings.alignment.tasks import compute_report as alignment
         from ratings.analysis import analysis_compute as analysis
         from ratings.analysis import protocol_compute as protocol

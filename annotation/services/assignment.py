@@ -32,6 +32,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
+from ..allocation.state import choose as allocation_choose
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Rater, Study
 from ..plainsql import insert, update
 from ..task_types import get_task_type
@@ -213,10 +214,20 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
         if check is not None:
             return NextItem(_create(study, rater, check, sequence, now, shown_at=shown_at))
 
+    # An adaptive policy (annotation/allocation) names the candidates, best first; None: the study's walk.
+    choice = allocation_choose(enrollment=enrollment, sequence=sequence)
+    if choice is not None and choice.spent:
+        return NextItem(None, "exhausted")
     passed_over: list[int] = []
-    assignment = _walk(enrollment, sequence, now, passed_over, shown_at)
-    if assignment is None:
-        assignment = _after_walk(enrollment, sequence, now, passed_over, shown_at)
+    tried: list[int] = []
+    assignment = None
+    if choice is None or choice.passive:
+        assignment = _walk(enrollment, sequence, now, passed_over, shown_at)
+        if assignment is None:
+            assignment = _after_walk(enrollment, sequence, now, passed_over, shown_at)
+    walked_to = assignment
+    if assignment is None and choice is not None:
+        assignment = _first_free(enrollment, choice.items, sequence, now, passed_over, tried, shown_at)
     if assignment is None and passed_over and not wait:
         return NextItem(None, "busy")
     if assignment is None:
@@ -227,6 +238,8 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
             if assignment is not None:
                 break
     if assignment is not None:
+        if choice is not None:
+            choice.record(assignment, tried=tried + passed_over, passive=assignment is walked_to)
         return NextItem(assignment)
     if rater_takes_place(rater) and _may_free_up(study, rater, now):
         # Not finished: squatters' leases run out, and the rater must be there to take the items.
@@ -372,6 +385,27 @@ def _after_walk(
             return assignment
         if busy:
             passed_over.append(item_id)
+    return None
+
+
+def _first_free(
+    enrollment: Enrollment,
+    item_ids: list[int],
+    sequence: int,
+    now: datetime,
+    passed_over: list[int],
+    tried: list[int],
+    shown_at: datetime | None,
+) -> Assignment | None:
+    """Lease the first of these items (an adaptive policy's candidates, best first) that has room now."""
+    study, rater = enrollment.study, enrollment.rater
+    for item_id in item_ids:
+        if item_id in passed_over:
+            continue
+        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
+        if assignment is not None:
+            return assignment
+        (passed_over if busy else tried).append(item_id)
     return None
 
 

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from ..allocation.state import arms_recount, study_policy
 from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..task_types import get_task_type
 from .judgments import apply_attention_policy
@@ -143,6 +144,9 @@ def judgments_import(*, study: Study, judgments: Iterable[ImportedJudgment]) -> 
         failed = {a.rater_id for a, attention in zip(assignments, passed, strict=True) if attention is False}
         for enrollment in Enrollment.objects.filter(study=study, rater_id__in=failed).select_related("study"):
             apply_attention_policy(enrollment)
+        if study_policy(study) is not None:
+            # An adaptive study's per-item state counts the imported answers too (annotation/allocation).
+            arms_recount(study=study)
     return len(rows)
 
 

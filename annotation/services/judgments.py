@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from ..allocation.state import arm_add
 from ..models import Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..plainsql import fetch, for_update, insert, shape, table, update
 from ..task_types import get_task_type
@@ -215,6 +216,8 @@ def judgment_submit(
         )
         locked.state = Assignment.State.DONE
         update(Assignment, locked.pk, state=locked.state)
+        if rater.is_human and status == Judgment.Status.OK:
+            arm_add(study=study, item=item, value=value, candidate_keys=_candidate_keys(locked))
         if attention_passed is False:
             enrollment = Enrollment.objects.select_for_update().filter(study=study, rater=rater).first()
             if enrollment is not None:

@@ -79,3 +79,8 @@ class ItemWalk:
 def candidate_rng(*, study: Study, rater_id: int, item_id: int, trial: int = 0) -> random.Random:
     """A seeded generator for the candidate order one rater sees on one item."""
     return random.Random(_digest("candidates", study.seed, rater_id, item_id, trial))  # noqa: S311 - not crypto
+
+
+def unit_draw(*parts: object) -> float:
+    """A reproducible number in [0, 1) for these parts (e.g. whether a rater's n-th item is a passive one)."""
+    return _digest("draw", *parts) / float(1 << 64)

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils.text import slugify
 
+from ..allocation.state import arms_recount, policy_problem
 from ..audit import audit_record, diff
 from ..models import AuditEntry, Candidate, Item, Study
 from ..study_settings import STUDY_SETTINGS, study_settings_problems
@@ -78,6 +79,10 @@ def study_create(
         raise ValidationError("A study needs a name.")
     _check_settings(options)
     kind = get_task_type(task_type)
+    if problem := policy_problem(
+        task_type=task_type, config=config, policy=options.get("allocation_policy", "uniform")
+    ):
+        raise ValidationError({"allocation_policy": [problem]})
     study = Study(owner=owner, name=name.strip(), task_type=task_type, config=kind.config(config), **options)
     study.slug = _unique_slug(name)
     study.full_clean()
@@ -101,10 +106,17 @@ def study_update(*, study: Study, actor: AbstractBaseUser | None = None, **chang
         setattr(study, key, value)
     if "config" in changes:
         study.config = get_task_type(study.task_type).config(changes["config"])
+    if "allocation_policy" in changes and (
+        problem := policy_problem(task_type=study.task_type, config=study.config, policy=study.allocation_policy)
+    ):
+        raise ValidationError({"allocation_policy": [problem]})
     study.full_clean()
     with transaction.atomic():
         # Only the fields named: a stored report is out of date when one it reads changes (annotation.study_changes).
         study.save(update_fields=[*changes, "updated_at"])
+        if before.get("allocation_policy", study.allocation_policy) != study.allocation_policy:
+            # The new policy's state is built from the answers already given (annotation/allocation/state.py).
+            arms_recount(study=study)
         changed = diff(before, {key: getattr(study, key) for key in changes})
         if changed:
             audit_record(study=study, action=AuditEntry.Action.UPDATED, actor=actor, changes=changed)

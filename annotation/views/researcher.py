@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ..access import owned_study_or_404
+from ..allocation.state import allocation_summary
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
 from ..expert_panel import invitations_with_progress
@@ -125,6 +126,7 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "n_items": study.items.filter(is_attention_check=False).count(),
         "n_checks": study.items.filter(is_attention_check=True).count(),
         "audit_entries": study.audit_entries.select_related("actor")[:AUDIT_ENTRIES_SHOWN],
+        "allocation": allocation_summary(study=study),
     }
     return render(request, "researcher/study_detail.html", context, status=400 if form.errors else 200)
 

@@ -3,6 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.allocation import policy_choices
 from annotation.api.json_input import FIELD_MAPPING
 
 from ..models import GenerationRun, GeneratorConfig, JudgeConfig, JudgeRun, PromptTemplate
@@ -72,6 +73,17 @@ class RunCreateSerializer(serializers.Serializer):
     judge = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     trials = serializers.IntegerField(min_value=1, max_value=20, required=False)
     both_orders = serializers.BooleanField(required=False)
+    allocation_policy = serializers.CharField(
+        required=False,
+        max_length=20,
+        help_text="uniform (default): every item every trial; an adaptive policy (top_k, precision, ...) asks "
+        "further trials of the items it still needs, up to trials (docs/adaptive.md).",
+    )
+
+    def validate_allocation_policy(self, value: str) -> str:
+        if value not in dict(policy_choices()):
+            raise serializers.ValidationError(f"Must be one of {', '.join(dict(policy_choices()))}.")
+        return value
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -92,6 +104,7 @@ class RunSerializer(serializers.ModelSerializer):
             "template",
             "trials",
             "both_orders",
+            "allocation_policy",
             "status",
             "preparing",
             "error",

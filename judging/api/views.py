@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.access import readable_by
+from annotation.allocation import UNIFORM
 from annotation.api.permissions import IsResearcher
 from annotation.models import Study
 
@@ -134,6 +135,7 @@ class RunListCreate(_JudgeRuns, BaseRunList):
                 trials=data.get("trials"),
                 both_orders=data.get("both_orders"),
                 created_by=request.user,
+                allocation_policy=data.get("allocation_policy") or UNIFORM,
             )
         except ValidationError as exc:
             raise invalid(exc) from None

@@ -17,6 +17,8 @@ from django.db import transaction
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from annotation.allocation import UNIFORM
+from annotation.allocation.state import policy_problem
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
 from annotation.jobs import job_drive
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
@@ -35,6 +37,7 @@ from ..runner import (
     resume_run,
 )
 from ..webhooks import run_ended
+from .adaptive_runs import first_wave_trials, run_next_wave
 from .recovery import judge_runs_recover
 from .templates import judge_template
 
@@ -65,8 +68,12 @@ def run_create(
     created_by=None,
     tournament: Tournament | None = None,
     enqueue: bool = True,
+    allocation_policy: str = UNIFORM,
 ) -> JudgeRun:
     """A queued run of ``judge`` over the study's items (all but attention checks, unless ``items`` is given).
+
+    With an adaptive ``allocation_policy`` every item is asked one trial first, and further trials go
+    in waves to the items the policy still needs (``adaptive_runs.run_next_wave``), up to ``trials``.
 
     Trials and both-orders are part of what produces a judge's answers: a run asking for others than
     the judge's own sets them on the judge (``judge_update``), which makes a new version of a judge
@@ -79,6 +86,10 @@ def run_create(
     both_orders = judge.both_orders if both_orders is None else both_orders
     if both_orders and get_task_type(study.task_type).level != Level.PAIRWISE:
         raise ValidationError("Both-orders mode is for pairwise studies.")
+    if allocation_policy != UNIFORM and (
+        problem := policy_problem(task_type=study.task_type, config=study.config, policy=allocation_policy)
+    ):
+        raise ValidationError({"allocation_policy": [problem]})
     item_list = list(items) if items is not None else None
     if not (item_list if item_list is not None else _judged_items(study).exists()):
         raise ValidationError("The study has no items to judge.")
@@ -107,17 +118,18 @@ def run_create(
             created_by=created_by,
             tournament=tournament,
             preparing=in_worker,
+            allocation_policy=allocation_policy,
         )
         orders = (False, True) if both_orders else (False,)
         if item_list is not None:
             JudgeUnit.objects.bulk_create(
                 JudgeUnit(run=run, item=item, trial=trial, swapped=swapped)
                 for item in item_list
-                for trial in range(trials)
+                for trial in range(first_wave_trials(run))
                 for swapped in orders
             )
         elif not in_worker:  # else process_run makes them (_prepare_units)
-            _units_of_every_item(run, study=study, trials=trials, orders=orders)
+            _units_of_every_item(run, study=study, trials=first_wave_trials(run), orders=orders)
         if enqueue:
             _enqueue(run.pk)
     return run
@@ -139,7 +151,7 @@ def _prepare_units(run_id: int) -> None:
             _copy_failed_units(run.retry_of, into=run)
         else:
             orders = (False, True) if run.both_orders else (False,)
-            _units_of_every_item(run, study=run.study, trials=run.trials, orders=orders)
+            _units_of_every_item(run, study=run.study, trials=first_wave_trials(run), orders=orders)
 
 
 def _units_of_every_item(run: JudgeRun, *, study: Study, trials: int, orders: tuple[bool, ...]) -> int:
@@ -299,6 +311,9 @@ def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveR
 
     try:
         result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
+        # An adaptive run: once a wave is judged, the policy names the items that need more trials.
+        while not result.cancelled and run_next_wave(run):
+            result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
     finally:
         job.close()
     if not result.cancelled:

@@ -1,0 +1,383 @@
+"""Adaptive allocation in the database: the state kept on each answer, the hand-out's hook, the log and its replay.
+
+- ``arm_add`` — each person's usable answer to a regular item adds its reward to the item's
+  ``AllocationArm`` (one upsert, under the item's row lock the answer already holds), so a
+  policy reads per-item sums, never the judgments; ``arms_recount`` rebuilds them from the
+  judgments (when a study changes policy, or after an import).
+- ``choose`` — what ``services.assignment`` asks before handing out a regular item: nothing for
+  a uniform study (its walk, as always); for an adaptive one, whether this item is one of the
+  passive share (the walk again), the policy's candidates in its order, or that the budget is
+  spent. ``Choice.record`` logs the item handed out with what the decision was made from.
+- ``replay`` — recomputes each logged decision from the log alone.
+- ``allocation_summary`` — the policy at work, for the study page and the analysis report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import connection
+from django.db.models import Count, Q, Sum
+
+from ..models import (
+    HUMAN_KINDS,
+    AllocationArm,
+    AllocationLog,
+    Assignment,
+    Enrollment,
+    Item,
+    Judgment,
+    Study,
+)
+from ..plainsql import insert, table
+from ..services.ordering import unit_draw
+from ..task_types import get_task_type
+from . import AllocationPolicy, Arms, Params, Plan, get_policy, order, scale_ends
+
+#: Candidates handed to the hand-out per request: enough to get past items other requests hold.
+CANDIDATES = 64
+
+
+def study_policy(study: Study) -> AllocationPolicy | None:
+    """The study's adaptive policy, or None when it allocates uniformly (or the policy does not fit its task type)."""
+    try:
+        policy = get_policy(study.allocation_policy)
+    except KeyError:
+        return None
+    task_type = get_task_type(study.task_type)
+    if not policy.adaptive or not policy.applies_to(task_type, task_type.config(study.config)):
+        return None
+    return policy
+
+
+def policy_problem(*, task_type: str, config: dict[str, Any] | None, policy: str) -> str | None:
+    """Why a policy cannot run on a study of this task type, or None when it can."""
+    try:
+        chosen = get_policy(policy)
+    except KeyError as unknown:
+        return str(unknown.args[0])
+    kind = get_task_type(task_type)
+    if chosen.applies_to(kind, kind.config(config)):
+        return None
+    return f"The {policy} policy does not apply to {kind.title} studies."
+
+
+def study_params(study: Study) -> Params:
+    """The study's allocation settings, the target width turned into a half-width on the [0, 1] scale."""
+    task_type = get_task_type(study.task_type)
+    low, high = scale_ends(task_type, task_type.config(study.config))
+    span = high - low if high > low else 1.0
+    return Params(
+        k=study.allocation_k,
+        delta=study.allocation_delta,
+        target=study.allocation_target_width / span / 2.0,
+        passive_share=study.allocation_passive_share,
+        budget=study.allocation_budget,
+    )
+
+
+# -- the state kept on each answer -------------------------------------------------------------
+
+
+def arm_add(*, study: Study, item: Item, value: Any, candidate_keys: list[str]) -> None:
+    """Add a person's answer to the item's state, when the study allocates adaptively (else nothing).
+
+    The caller holds the item's row lock (the answer's transaction), so adding is one statement.
+    """
+    if item.is_attention_check:
+        return
+    policy = study_policy(study)
+    if policy is None:
+        return
+    task_type = get_task_type(study.task_type)
+    reward = policy.reward(task_type, task_type.config(study.config), value, candidate_keys)
+    if reward is None:
+        return
+    arms = table(AllocationArm)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {arms} (item_id, study_id, n, total, total_sq) VALUES (%s, %s, 1, %s, %s)"  # noqa: S608
+            f" ON CONFLICT (item_id) DO UPDATE SET n = {arms}.n + 1, total = {arms}.total + EXCLUDED.total,"
+            f" total_sq = {arms}.total_sq + EXCLUDED.total_sq",
+            [item.pk, study.pk, reward, reward * reward],
+        )
+
+
+def _counted_answers(study: Study):  # noqa: ANN202 - a queryset of judgments
+    return Judgment.objects.filter(
+        study=study, status=Judgment.Status.OK, rater__kind__in=HUMAN_KINDS, item__is_attention_check=False
+    )
+
+
+def arms_recount(*, study: Study) -> int:
+    """Rebuild the study's per-item state from its judgments; returns how many items have answers."""
+    AllocationArm.objects.filter(study=study).delete()
+    policy = study_policy(study)
+    if policy is None:
+        return 0
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    keys: dict[int, list[str]] = {}
+    if task_type.candidates[1] != 0:
+        for item_id, key in (
+            Item.objects.filter(study=study, is_attention_check=False)
+            .values_list("pk", "candidates__key")
+            .order_by("pk", "candidates__position", "candidates__id")
+        ):
+            if key is not None:
+                keys.setdefault(item_id, []).append(key)
+    sums: dict[int, list[float]] = {}
+    for item_id, value in _counted_answers(study).values_list("item_id", "value").iterator():
+        reward = policy.reward(task_type, config, value, keys.get(item_id, []))
+        if reward is not None:
+            row = sums.setdefault(item_id, [0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += reward
+            row[2] += reward * reward
+    AllocationArm.objects.bulk_create(
+        [AllocationArm(item_id=i, study=study, n=n, total=t, total_sq=s) for i, (n, t, s) in sums.items()],
+        batch_size=2000,
+    )
+    return len(sums)
+
+
+def arms_drift(*, study: Study) -> dict[int, tuple[int, int]]:
+    """Items whose stored answer count differs from their judgments: {item: (stored, counted)}; empty when in step."""
+    stored = dict(AllocationArm.objects.filter(study=study).values_list("item_id", "n"))
+    counted = dict(_counted_answers(study).values("item_id").annotate(c=Count("pk")).values_list("item_id", "c"))
+    return {
+        item: (stored.get(item, 0), counted.get(item, 0))
+        for item in set(stored) | set(counted)
+        if stored.get(item, 0) != counted.get(item, 0)
+    }
+
+
+def study_arms(study: Study, policy: AllocationPolicy) -> tuple[Arms, np.ndarray]:
+    """Every regular item's state (one read, no judgments) and its places taken."""
+    items, arms = table(Item), table(AllocationArm)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT i.id, i.places_taken, COALESCE(a.n, 0), COALESCE(a.total, 0), COALESCE(a.total_sq, 0)"  # noqa: S608
+            f" FROM {items} i LEFT JOIN {arms} a ON a.item_id = i.id"
+            f" WHERE i.study_id = %s AND i.is_attention_check = %s ORDER BY i.id",
+            [study.pk, False],
+        )
+        rows = cursor.fetchall()
+    data = np.array(rows, dtype=float).reshape(-1, 5)
+    found = Arms(ids=data[:, 0].astype(np.int64), n=data[:, 2], total=data[:, 3], total_sq=data[:, 4])
+    policy.add_columns(study, found)
+    return found, data[:, 1]
+
+
+# -- the hand-out's hook --------------------------------------------------------------------------
+
+
+@dataclass
+class Choice:
+    """What the hand-out does for one rater's next regular item under an adaptive policy."""
+
+    study: Study
+    policy: AllocationPolicy
+    passive: bool = False
+    #: The policy's candidates, best first (items the rater has not seen, under the quota).
+    items: list[int] = field(default_factory=list)
+    #: The budget is spent: nothing more is handed out.
+    spent: bool = False
+    _plan: Plan | None = None
+    _arms: Arms | None = None
+    _params: Params | None = None
+
+    def record(self, assignment: Assignment, *, tried: list[int], passive: bool) -> None:
+        """Log the item handed out; ``tried``: candidates tried before it that could not be leased;
+        ``passive``: the study's walk found it (the passive share)."""
+        state: dict[str, Any] = {}
+        passive = passive or assignment.item_id not in self.items
+        if not passive and self._plan is not None and self._arms is not None:
+            upto = self.items[: self.items.index(assignment.item_id) + 1]
+            at = np.searchsorted(self._arms.ids, upto)
+            columns = self._plan.columns
+            state = {
+                "context": self._plan.context,
+                "params": {"k": self._params.k, "delta": self._params.delta, "target": self._params.target},
+                "arms": [
+                    [
+                        int(self._arms.ids[i]),
+                        int(self._arms.n[i]),
+                        float(self._arms.total[i]),
+                        float(self._arms.total_sq[i]),
+                        {name: columns[name][i].item() for name in columns},
+                    ]
+                    for i in at
+                ],
+                "tried": sorted(set(tried) - {assignment.item_id}),
+            }
+        insert(
+            AllocationLog(
+                study=self.study,
+                assignment=assignment,
+                rater_id=assignment.rater_id,
+                item_id=assignment.item_id,
+                policy=self.policy.name,
+                passive=passive,
+                state=state,
+            )
+        )
+
+
+#: How long a process reuses a study's ranking (seconds). Within it every request ranks from the same
+#: snapshot — which its log row records, so the replay still holds — and the leases decide, as always,
+#: who gets an item; a request then costs a lookup instead of reading every item.
+PLAN_SECONDS = 1.0
+_plans: dict[int, tuple[float, str, Params, Arms, np.ndarray, Plan]] = {}
+
+
+def _ranking(study: Study, policy: AllocationPolicy, params: Params) -> tuple[Arms, np.ndarray, Plan]:
+    """The study's items, their places taken and the policy's plan, at most ``PLAN_SECONDS`` old."""
+    now = time.monotonic()
+    cached = _plans.get(study.pk)
+    if cached is not None and cached[0] > now and cached[1] == policy.name and cached[2] == params:
+        return cached[3], cached[4], cached[5]
+    arms, places = study_arms(study, policy)
+    plan = policy.plan(arms, params)
+    if PLAN_SECONDS > 0:
+        if len(_plans) > 64:
+            for key in [key for key, entry in _plans.items() if entry[0] <= now]:
+                del _plans[key]
+        _plans[study.pk] = (now + PLAN_SECONDS, policy.name, params, arms, places, plan)
+    return arms, places, plan
+
+
+def _places_taken(study: Study) -> int:
+    return Item.objects.filter(study=study, is_attention_check=False).aggregate(s=Sum("places_taken"))["s"] or 0
+
+
+def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
+    """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item."""
+    study, rater = enrollment.study, enrollment.rater
+    policy = study_policy(study)
+    if policy is None:
+        return None
+    params = study_params(study)
+    choice = Choice(study=study, policy=policy, _params=params)
+    if params.budget is not None and rater.is_human and _places_taken(study) >= params.budget:
+        choice.spent = True
+        return choice
+    choice.passive = unit_draw(study.seed, "passive", rater.pk, sequence) < params.passive_share
+    arms, places, plan = _ranking(study, policy, params)
+    choice._arms, choice._plan = arms, plan
+    seen = np.fromiter(
+        Assignment.objects.filter(rater=rater, study=study).values_list("item_id", flat=True), dtype=np.int64
+    )
+    room = ~np.isin(arms.ids, seen)
+    if rater.is_human:
+        room &= places < study.quota_per_item
+    ranked = order(plan.priority, arms.ids, seed=study.seed, rater=rater.pk)
+    choice.items = [int(arms.ids[i]) for i in ranked[room[ranked]][:CANDIDATES]]
+    return choice
+
+
+# -- replay -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Replayed:
+    log_id: int
+    logged: int
+    replayed: int | None
+
+    @property
+    def same(self) -> bool:
+        return self.logged == self.replayed
+
+
+def replay(*, study: Study) -> list[Replayed]:
+    """Each adaptive decision of the study recomputed from its log entry alone: the policy's ranking of the
+    logged items from their logged counts and the logged context, then the first not tried before."""
+    results = []
+    for entry in AllocationLog.objects.filter(study=study, passive=False).order_by("pk"):
+        policy = get_policy(entry.policy)
+        state = entry.state
+        rows = state["arms"]
+        ids = np.array([row[0] for row in rows], dtype=np.int64)
+        n, total, total_sq = (np.array([row[i] for row in rows], dtype=float) for i in (1, 2, 3))
+        names = rows[0][4].keys() if rows else []
+        columns = {name: np.array([row[4][name] for row in rows]) for name in names}
+        params = Params(**state["params"])
+        priority = policy.priorities(n, total, total_sq, columns, state["context"], params)
+        tried = set(state["tried"])
+        chosen = next(
+            (int(ids[i]) for i in order(priority, ids, seed=study.seed, rater=entry.rater_id) if ids[i] not in tried),
+            None,
+        )
+        results.append(Replayed(entry.pk, entry.item_id, chosen))
+    return results
+
+
+# -- the policy at work -----------------------------------------------------------------------------
+
+
+def allocation_summary(*, study: Study) -> dict[str, Any] | None:
+    """The policy at work, for the study page and the analysis report; None for a uniform study."""
+    policy = study_policy(study)
+    if policy is None:
+        return None
+    params = study_params(study)
+    arms, places = study_arms(study, policy)
+    plan = policy.plan(arms, params)
+    logged = AllocationLog.objects.filter(study=study).aggregate(
+        adaptive=Count("pk", filter=Q(passive=False)), passive=Count("pk", filter=Q(passive=True))
+    )
+    task_type = get_task_type(study.task_type)
+    low, high = scale_ends(task_type, task_type.config(study.config))
+    span = high - low
+
+    def on_scale(x: float) -> float:
+        return low + x * span
+
+    summary = dict(plan.summary)
+    for row in summary.get("best", []):
+        row.update(mean=on_scale(row["mean"]), lower=on_scale(row["lower"]), upper=on_scale(row["upper"]))
+    for row in summary.get("widest", []):
+        row.update(width=2 * row.pop("halfwidth") * span)
+    rows = [*summary.get("best", []), *summary.get("widest", [])]
+    names = dict(Item.objects.filter(pk__in=[r["item"] for r in rows]).values_list("pk", "external_id"))
+    for row in rows:
+        row["external_id"] = names.get(row["item"], "")
+    answers = int(arms.n.sum())
+    return {
+        "policy": policy.name,
+        "label": policy.label,
+        "items": len(arms),
+        "spent": int(places.sum()),
+        "answers": answers,
+        "budget": params.budget,
+        "uniform_budget": len(arms) * study.quota_per_item,
+        "adaptive": logged["adaptive"],
+        "passive": logged["passive"],
+        "passive_share": params.passive_share,
+        **summary,
+    }
+
+
+def adaptive_assignment_ids(*, study: Study) -> set[int]:
+    """The assignments an adaptive policy chose (not the passive share), for reports that mark them."""
+    return set(AllocationLog.objects.filter(study=study, passive=False).values_list("assignment_id", flat=True))
+
+
+def passive_means(*, study: Study) -> dict[int, tuple[int, float]]:
+    """Per item, the passive share's answers alone: (count, mean reward in [0, 1]) — an unbiased sample."""
+    policy = study_policy(study)
+    if policy is None:
+        return {}
+    task_type = get_task_type(study.task_type)
+    config = task_type.config(study.config)
+    found: dict[int, list[float]] = {}
+    rows = _counted_answers(study).filter(assignment__allocation__passive=True).values_list("item_id", "value")
+    for item_id, value in rows:
+        reward = policy.reward(task_type, config, value, [])
+        if reward is not None:
+            found.setdefault(item_id, []).append(reward)
+    return {item: (len(v), sum(v) / len(v)) for item, v in found.items()}

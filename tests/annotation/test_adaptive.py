@@ -1,0 +1,211 @@
+"""Adaptive allocation driven through the crowd path (the services the annotator views call), with
+simulated raters: where answers concentrate, every guarantee of the hand-out, and the log's replay."""
+
+import random
+from collections import Counter
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from annotation.allocation import state as allocation_state
+from annotation.allocation.state import allocation_summary, arms_drift, replay
+from annotation.models import AllocationArm, AllocationLog, Assignment, Judgment
+from annotation.services.assignment import next_assignment
+from annotation.services.enrollment import enroll_crowdworker
+from annotation.services.judgments import answer_and_next
+from annotation.services.places import places_recount
+from annotation.services.studies import (
+    CandidateSpec,
+    ItemSpec,
+    items_create,
+    study_create,
+    study_set_state,
+    study_update,
+)
+from ratings.analysis import allocation_report
+from tests.conftest import build_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_ranking(monkeypatch):
+    """Each request ranks from the items as they are, so where answers go does not depend on timing;
+    ``test_a_reused_ranking_keeps_every_guarantee`` runs with a ranking kept for a whole minute."""
+    monkeypatch.setattr(allocation_state, "PLAN_SECONDS", 0)
+
+
+THREE_POINTS = {"points": [0, 1, 2], "labels": ["unfunny", "somewhat funny", "funny"]}
+
+
+def crowd(study, answer, *, raters, per_rater, seed=7):
+    """Raters arrive one after another and answer through ``answer_and_next`` until they have given
+    ``per_rater`` answers or the study has nothing for them. ``answer(assignment, rng)`` is the form data."""
+    rng = random.Random(seed)
+    for r in range(raters):
+        enrollment = enroll_crowdworker(study=study, participant_id=f"worker-{r}")
+        nxt = next_assignment(enrollment=enrollment, shown=True)
+        given = 0
+        while nxt is not None and nxt.assignment is not None:
+            given += 1
+            nxt = answer_and_next(
+                enrollment=enrollment,
+                assignment_id=nxt.assignment.pk,
+                data=answer(nxt.assignment, rng),
+                lease_next=given < per_rater,
+            )
+            if nxt is not None and nxt.reason == "busy":
+                nxt = next_assignment(enrollment=enrollment, shown=True)
+
+
+def answers_per_item(study):
+    counts = Counter(Judgment.objects.filter(study=study).values_list("item__external_id", flat=True))
+    return {item.external_id: counts.get(item.external_id, 0) for item in study.items.all()}
+
+
+def assert_guarantees(study):
+    """Quota caps, no item twice to a rater, places and policy state in step with the rows, a log per
+    regular hand-out, the budget, and every adaptive decision replayed from the log alone."""
+    held = Counter(
+        Assignment.objects.filter(study=study, state__in=["leased", "done"]).values_list("item_id", flat=True)
+    )
+    assert max(held.values()) <= study.quota_per_item
+    pairs = list(Assignment.objects.filter(study=study).values_list("rater_id", "item_id"))
+    assert len(pairs) == len(set(pairs))
+    assert places_recount(study=study) == {}
+    assert arms_drift(study=study) == {}
+    assert AllocationLog.objects.filter(study=study).count() == Assignment.objects.filter(study=study).count()
+    if study.allocation_budget:
+        assert sum(held.values()) <= study.allocation_budget
+    replayed = replay(study=study)
+    assert replayed and all(r.same for r in replayed), [r for r in replayed if not r.same][:3]
+
+
+def test_top_k_spends_the_budget_on_the_funny_few_and_the_page_shows_it(researcher, client):
+    study = build_study(
+        researcher,
+        n_items=24,
+        config=THREE_POINTS,
+        quota_per_item=12,
+        allocation_policy="top_k",
+        allocation_k=3,
+        allocation_delta=0.1,
+        allocation_budget=150,
+    )
+    funny = {"item-0", "item-1", "item-2"}
+
+    def rate(assignment, rng):
+        weights = (0.05, 0.15, 0.8) if assignment.item.external_id in funny else (0.8, 0.15, 0.05)
+        return {"rating": str(rng.choices([0, 1, 2], weights)[0])}
+
+    crowd(study, rate, raters=20, per_rater=10)
+    counts = answers_per_item(study)
+    assert sum(counts.values()) == 150  # the budget, not 24 items × 12
+    top = sum(counts[x] for x in funny) / 3
+    rest = sum(v for x, v in counts.items() if x not in funny) / 21
+    assert top >= 1.5 * rest, counts
+    summary = allocation_summary(study=study)
+    assert {row["external_id"] for row in summary["best"] if row["top"]} == funny
+    report = allocation_report(study)  # the analysis report says which judgments the policy chose
+    assert report["adaptive"] + report["passive"] == 150
+    assert all(row["lower"] <= row["mean"] <= row["upper"] for row in report["best"])
+    assert_guarantees(study)
+    passive = AllocationLog.objects.filter(study=study, passive=True).count()
+    assert 0 < passive < 40  # about a tenth of 150
+
+    client.force_login(researcher)
+    page = client.get(reverse("researcher:study_detail", args=[study.pk])).content.decode()
+    assert "Adaptive allocation" in page and "Current top 3" in page
+    assert "a uniform design would need 288" in page
+
+
+def test_precision_gives_disagreed_items_more_answers(researcher):
+    study = build_study(
+        researcher,
+        n_items=12,
+        config=THREE_POINTS,
+        quota_per_item=15,
+        allocation_policy="precision",
+        allocation_target_width=1.0,
+        allocation_delta=0.1,
+    )
+    easy = {f"item-{i}" for i in range(6)}
+
+    def rate(assignment, rng):
+        if assignment.item.external_id in easy:
+            return {"rating": "1"}
+        return {"rating": str(rng.choice([0, 2]))}
+
+    crowd(study, rate, raters=25, per_rater=8)
+    counts = answers_per_item(study)
+    easy_mean = sum(counts[x] for x in easy) / 6
+    hard_mean = sum(v for x, v in counts.items() if x not in easy) / 6
+    assert hard_mean >= 1.6 * easy_mean, counts
+    assert next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="late")).reason == "exhausted"
+    assert_guarantees(study)
+
+
+def test_active_pairs_compares_close_contestants_and_keeps_positions_random(researcher):
+    strength = {"ann": 0.0, "bob": 0.2, "cy": 2.0, "dee": 2.2, "eve": 4.0}
+    names = list(strength)
+    study = study_create(
+        owner=researcher, name="pairs", task_type="pairwise", quota_per_item=25, allocation_policy="active_pairs"
+    )
+    specs, item = [], 0
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            candidates = [
+                CandidateSpec(key=f"c{j}", text=f"A joke by {who}.", provenance={"contestant": who})
+                for j, who in enumerate((first, second))
+            ]
+            specs.append(ItemSpec(external_id=f"{first}-{second}", text="Which is funnier?", candidates=candidates))
+            item += 1
+    items_create(study=study, items=specs)
+    study_set_state(study=study, state="open")
+    who = {c.key + str(c.item_id): c.provenance["contestant"] for i in study.items.all() for c in i.candidates.all()}
+
+    def choose(assignment, rng):
+        first, second = assignment.shown_order
+        a, b = who[first + str(assignment.item_id)], who[second + str(assignment.item_id)]
+        p_first = 1 / (1 + 2.718281828 ** (strength[b] - strength[a]))
+        return {"choice": "0" if rng.random() < p_first else "1"}
+
+    crowd(study, choose, raters=40, per_rater=5)
+    counts = answers_per_item(study)
+    close = (counts["ann-bob"] + counts["cy-dee"]) / 2
+    far = (counts["ann-eve"] + counts["bob-eve"] + counts["ann-dee"]) / 3
+    assert close >= 2 * far, counts
+    orders = Counter(
+        tuple(o)
+        for o in Assignment.objects.filter(study=study, item__external_id="ann-bob").values_list(
+            "shown_order", flat=True
+        )
+    )
+    assert len(orders) == 2  # both positions shown
+    assert_guarantees(study)
+
+
+def test_a_policy_that_does_not_fit_the_task_type_is_refused(researcher):
+    with pytest.raises(ValidationError) as refused:
+        study_create(owner=researcher, name="p", task_type="pairwise", allocation_policy="top_k")
+    assert "allocation_policy" in refused.value.message_dict
+
+
+def test_switching_policy_builds_the_state_from_the_answers_already_given(researcher):
+    study = build_study(researcher, n_items=4, config=THREE_POINTS, quota_per_item=2)
+    crowd(study, lambda assignment, rng: {"rating": "2"}, raters=2, per_rater=4)
+    assert not AllocationArm.objects.filter(study=study).exists()  # a uniform study keeps no state
+    study_update(study=study, allocation_policy="precision")
+    assert arms_drift(study=study) == {}
+    assert sorted(AllocationArm.objects.filter(study=study).values_list("n", "total")) == [(2, 2.0)] * 4
+
+
+def test_a_reused_ranking_keeps_every_guarantee(researcher, monkeypatch):
+    monkeypatch.setattr(allocation_state, "PLAN_SECONDS", 60)
+    study = build_study(
+        researcher, n_items=6, config=THREE_POINTS, quota_per_item=3, allocation_policy="top_k", allocation_k=2
+    )
+    crowd(study, lambda assignment, rng: {"rating": str(rng.choice([0, 1, 2]))}, raters=8, per_rater=4)
+    assert Judgment.objects.filter(study=study).count() == 6 * 3  # the stale ranking still fills, never overfills
+    assert_guarantees(study)
