@@ -114,7 +114,8 @@ class Study(models.Model):
     # The Prolific study this one recruits through (crowd.prolific); blank when none is linked.
     prolific_study_id = models.CharField(max_length=24, blank=True, default="", db_default="")
     # The key of this study's participant pseudonyms (annotation.privacy): never shown, never exported.
-    pseudonym_key = models.CharField(max_length=64, default=_pseudonym_key, editable=False)
+    # Rows written by code older than this column get "" and a key on first use (annotation.privacy).
+    pseudonym_key = models.CharField(max_length=64, default=_pseudonym_key, db_default="", editable=False)
     seed = models.PositiveIntegerField(default=_seed)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .models import HUMAN_KINDS, AuditEntry, Enrollment, Rater, Study
+from .models import HUMAN_KINDS, AuditEntry, Enrollment, Rater, Study, _pseudonym_key
 
 PREFIX = "P-"
 DIGITS = 8
@@ -44,15 +44,24 @@ def pseudonym(*, study_id: int, key: str, rater_id: int) -> str:
     return PREFIX + digest[:DIGITS]
 
 
+def study_key(study: Study) -> str:
+    """The study's pseudonym key; a study written without one (by older code) gets one now, once."""
+    if not study.pseudonym_key:
+        Study.objects.filter(pk=study.pk, pseudonym_key="").update(pseudonym_key=_pseudonym_key())
+        study.pseudonym_key = Study.objects.filter(pk=study.pk).values_list("pseudonym_key", flat=True).get()
+    return study.pseudonym_key
+
+
 def study_pseudonyms(study: Study, rater_ids: Iterable[int]) -> dict[int, str]:
     """{rater id: pseudonym} in this study."""
-    return {pk: pseudonym(study_id=study.pk, key=study.pseudonym_key, rater_id=pk) for pk in rater_ids}
+    key = study_key(study)
+    return {pk: pseudonym(study_id=study.pk, key=key, rater_id=pk) for pk in rater_ids}
 
 
 def shown_name(*, study: Study, rater_id: int, kind: str, name: str) -> str:
     """How a rater is named in exports and reports: a person by pseudonym, a judge by its name."""
     if kind in HUMAN_KINDS:
-        return pseudonym(study_id=study.pk, key=study.pseudonym_key, rater_id=rater_id)
+        return pseudonym(study_id=study.pk, key=study_key(study), rater_id=rater_id)
     return name or f"judge {rater_id}"
 
 
