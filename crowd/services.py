@@ -35,7 +35,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.audit import audit_record
-from annotation.models import AuditEntry, Enrollment, Study
+from annotation.models import AuditEntry, Enrollment, Rater, Study
 from annotation.outcomes import COMPLETED, FAILED_CHECKS, SessionOutcome, session_outcome
 from annotation.privacy import study_pseudonyms
 from annotation.selectors.annotator import has_done_enough
@@ -91,7 +91,7 @@ def _outcome(enrollment: Enrollment) -> SessionOutcome | None:
 def participants(*, study: Study, submissions: list[Submission] | None = None) -> list[Participant]:
     """The study's crowd participants with their outcome, pseudonym and (when given) Prolific submission."""
     enrollments = list(
-        Enrollment.objects.filter(study=study, rater__kind="crowd")
+        Enrollment.objects.filter(study=study, rater__kind=Rater.Kind.CROWD)
         .select_related("rater", "study")
         .order_by("pk")[:LISTED]
     )

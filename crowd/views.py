@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotation.access import owned_study_or_404
 from annotation.models import Study
+from annotation.privacy import retention_days
 from annotation.views.researcher import researcher_required
 
 from . import prolific, services
@@ -47,6 +48,7 @@ def crowd_page(request: HttpRequest, pk: int, *, problems: list[str] | None = No
         "problems": problems or [],
         "reject_min": prolific.REJECT_MESSAGE_MIN,
         "is_prolific": study.recruitment == Study.Recruitment.PROLIFIC,
+        "retention_days": retention_days(),
     }
     return render(request, "crowd/crowd_page.html", context, status=status)
 
