@@ -190,10 +190,11 @@ def study_raters(*, study: Study) -> list[RaterInfo]:
 
 
 def _rater_infos(study: Study, rows: Iterable[tuple[int, str, str]]) -> list[RaterInfo]:
-    """Each rater as reports name them: a person by pseudonym, a judge by name (annotation.privacy)."""
+    """Each rater as the owner's reports name them: by name when they have one (judges, invited experts),
+    else a crowdworker by pseudonym, never by platform id (annotation.privacy)."""
     order = {kind: i for i, kind in enumerate(Rater.Kind.values)}
     infos = [
-        RaterInfo(id=pk, kind=kind, label=shown_name(study=study, rater_id=pk, kind=kind, name=name))
+        RaterInfo(id=pk, kind=kind, label=name or shown_name(study=study, rater_id=pk, kind=kind, name=name))
         for pk, kind, name in rows
     ]
     return sorted(infos, key=lambda r: (order.get(r.kind, 99), r.id))
