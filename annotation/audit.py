@@ -21,7 +21,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from .models import AuditEntry, Study
 
 # Values that grant access: the log says they changed, never what to.
-SECRET_FIELDS = {"completion_code", "no_work_code", "failed_checks_code", "declined_code", "entry_token"}
+SECRET_FIELDS = {
+    "completion_code",
+    "no_work_code",
+    "failed_checks_code",
+    "declined_code",
+    "entry_token",
+    "pseudonym_key",
+}
 REDACTED = "(changed)"
 
 _current_actor: ContextVar[AbstractBaseUser | None] = ContextVar("funnybone_audit_actor", default=None)

@@ -28,6 +28,10 @@ def _completion_code() -> str:
     return secrets.token_hex(4).upper()
 
 
+def _pseudonym_key() -> str:
+    return secrets.token_hex(32)
+
+
 def _seed() -> int:
     return secrets.randbelow(2**31)
 
@@ -57,6 +61,8 @@ class Study(models.Model):
     class Recruitment(models.TextChoices):
         # On Prolific the entry link's PROLIFIC_PID must look like one of its ids (24 hex digits).
         PROLIFIC = "prolific", "Prolific"
+        # Amazon Mechanical Turk's ExternalQuestion: workerId, assignmentId, hitId and turkSubmitTo in the link.
+        MTURK = "mturk", "Amazon Mechanical Turk"
         OTHER = "other", "Another site or a direct link"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="studies")
@@ -112,6 +118,11 @@ class Study(models.Model):
         help_text="Answers to regular items a participant must give before the completion code.",
     )
     entry_token = models.CharField(max_length=40, unique=True, default=_token)
+    # The Prolific study this one recruits through (crowd.prolific); blank when none is linked.
+    prolific_study_id = models.CharField(max_length=24, blank=True, default="", db_default="")
+    # The key of this study's participant pseudonyms (annotation.privacy): never shown, never exported.
+    # Rows written by code older than this column get "" and a key on first use (annotation.privacy).
+    pseudonym_key = models.CharField(max_length=64, default=_pseudonym_key, db_default="", editable=False)
     seed = models.PositiveIntegerField(default=_seed)
     state = models.CharField(max_length=10, choices=State, default=State.DRAFT)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -470,6 +481,11 @@ class AuditEntry(models.Model):
         ITEMS_REPLACED = "items_replaced", "Items replaced"
         INVITATION_CREATED = "invitation_created", "Invitation created"
         DELETED = "deleted", "Deleted"
+        WITHDRAWN = "withdrawn", "Participant withdrawn"
+        RAW_IDS_ERASED = "raw_ids_erased", "Participant ids erased"
+        PROLIFIC_LINKED = "prolific_linked", "Prolific study linked"
+        PROLIFIC_REVIEWED = "prolific_reviewed", "Prolific submissions reviewed"
+        PROLIFIC_BONUS = "prolific_bonus", "Prolific bonuses paid"
 
     study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries")
     study_name = models.CharField(max_length=200)
@@ -533,3 +549,14 @@ class AllocationLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.policy}{' (passive)' if self.passive else ''}: item {self.item_id} to rater {self.rater_id}"
+
+
+class ProlificToken(models.Model):
+    """A researcher's Prolific API token, encrypted (``judging.keys``); it is never shown again, only replaced."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prolific_token")
+    token_encrypted = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Prolific token of {self.owner}"

@@ -149,7 +149,7 @@ def _too_many(request: HttpRequest, message: str) -> HttpResponse:
 def entry_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Answer 429 once a participant id, or a client address, opens too many entry links in a minute.
 
-    Two budgets. The participant id's (``PROLIFIC_PID``, when the link carries one) is
+    Two budgets. The participant id's (``PROLIFIC_PID``, or MTurk's ``workerId``, when the link carries one) is
     small and stops one participant's reload loop or script; it is checked first so
     that such a loop does not also spend the address's budget, which everyone behind
     the same proxy or campus network shares. The address's budget is large enough
@@ -159,7 +159,7 @@ def entry_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        participant_id = request.GET.get("PROLIFIC_PID", "").strip()
+        participant_id = (request.GET.get("PROLIFIC_PID") or request.GET.get("workerId") or "").strip()
         if participant_id and not allow(
             scope="entry-pid", client=participant_id, limit=settings.FUNNYBONE_ENTRY_RATE_PER_PARTICIPANT
         ):

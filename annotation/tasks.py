@@ -10,6 +10,7 @@ from django.conf import settings
 from .importers.background import IMPORTS, item_import_work
 from .job_tasks import Held, job_task, jobs_recover
 from .jobs import recover_periodically, recovery_seconds
+from .privacy import erase_expired_raw_ids
 
 logger = logging.getLogger(__name__)
 
@@ -22,6 +23,12 @@ logger = logging.getLogger(__name__)
 def import_items_task(job: Held) -> None:
     """Import one queued ItemImport (items or protocol data). Safe to deliver twice: the second finds it claimed."""
     item_import_work(job)
+
+
+@shared_task(ignore_result=True)
+def erase_raw_ids_task() -> None:
+    """Erase participants' platform ids past ``FUNNYBONE_RAW_ID_RETENTION_DAYS`` (annotation.privacy)."""
+    erase_expired_raw_ids()
 
 
 @shared_task(ignore_result=True)
@@ -43,19 +50,25 @@ def recover_stalled_work_task() -> None:
 
 
 _recovery_stop: threading.Event | None = None
+_erasure_stop: threading.Event | None = None
+#: How often a worker queues the erasure of expired platform ids.
+ERASE_EVERY_SECONDS = 3600
 
 
 @worker_ready.connect
 def _recover_jobs_when_a_worker_starts(sender=None, **kwargs) -> None:
-    global _recovery_stop
+    global _recovery_stop, _erasure_stop
     # Queued as a task, so the check runs in a pool process with its own database connection.
     recover_stale_jobs_task.delay()
     every = recovery_seconds()
     if every > 0:
         _recovery_stop = recover_periodically(recover_stale_jobs_task.delay, every=every, name="job-recovery")
+    erase_raw_ids_task.delay()
+    _erasure_stop = recover_periodically(erase_raw_ids_task.delay, every=ERASE_EVERY_SECONDS, name="raw-id-erasure")
 
 
 @worker_shutting_down.connect
 def _stop_job_recovery(**kwargs) -> None:
-    if _recovery_stop is not None:
-        _recovery_stop.set()
+    for stop in (_recovery_stop, _erasure_stop):
+        if stop is not None:
+            stop.set()

@@ -11,6 +11,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from annotation.api import resources as studies
 from annotation.api import views as study_ops
+from crowd import api as crowd
 from judging.api import generation_views as generation_ops
 from judging.api import resources as judging
 from judging.api import views as judging_ops
@@ -34,6 +35,7 @@ urlpatterns = [
     path("studies/<int:pk>/reports/agreement/", ratings.StudyAgreementReportApi.as_view(), name="report_agreement"),
     path("studies/<int:pk>/reports/alignment/", ratings.StudyAlignmentReportApi.as_view(), name="report_alignment"),
     path("studies/<int:pk>/exports/", ratings.StudyExportsApi.as_view(), name="export_list"),
+    path("studies/<int:pk>/withdrawals/", crowd.WithdrawalsApi.as_view(), name="withdrawal_create"),
     # Exports by id (their status and download URLs are handed out by the study's exports).
     path("exports/<int:pk>/", ratings.ExportApi.as_view(), name="export_detail"),
     path("exports/<int:pk>/download/", ratings.ExportDownloadApi.as_view(), name="export_download"),

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "annotation",
     "ratings",
     "judging",
+    "crowd",
 ]
 
 MIDDLEWARE = [
@@ -71,6 +72,8 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "funnybone.deprecation.DeprecatedApiMiddleware",
+    # Last, so it answers before the clickjacking and CSP middleware read what it set (docs/crowd.md).
+    "annotation.mturk.MTurkFrameMiddleware",
 ]
 
 ROOT_URLCONF = "funnybone.urls"
@@ -251,6 +254,19 @@ FUNNYBONE_JUDGE_URL_ALLOWLIST = env_list("FUNNYBONE_JUDGE_URL_ALLOWLIST")
 # Networks (CIDR) judges and generators may reach although they are not public: loopback, private,
 # link-local... are refused otherwise, on every connection (judging.outbound). `make run` allows loopback.
 FUNNYBONE_OUTBOUND_ALLOW_NETWORKS = env_list("FUNNYBONE_OUTBOUND_ALLOW_NETWORKS")
+
+# Crowd platforms and privacy (docs/crowd.md). MTurk: the hosts a worker's page may post the finished
+# assignment to (turkSubmitTo), and the sites that may frame an MTurk study's pages.
+FUNNYBONE_MTURK_SUBMIT_HOSTS = env_list("FUNNYBONE_MTURK_SUBMIT_HOSTS", "www.mturk.com,workersandbox.mturk.com")
+FUNNYBONE_MTURK_FRAME_ANCESTORS = env_list(
+    "FUNNYBONE_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://worker.mturk.com,https://workersandbox.mturk.com"
+)
+# Prolific's API (crowd.prolific): its address (a local server in tests) and each call's time limit.
+FUNNYBONE_PROLIFIC_API_URL = env_str("FUNNYBONE_PROLIFIC_API_URL", "https://api.prolific.com")
+FUNNYBONE_PROLIFIC_TIMEOUT = env_int("FUNNYBONE_PROLIFIC_TIMEOUT", 20)
+# Days a participant's platform ids are kept after they entered a study; then they are erased and only
+# the pseudonym remains (annotation.privacy). 0 keeps them.
+FUNNYBONE_RAW_ID_RETENTION_DAYS = env_int("FUNNYBONE_RAW_ID_RETENTION_DAYS", 90)
 
 # Limits on what users type or upload (see README, docs/judging.md and docs/study-files.md).
 # A rendered prompt (system or user message) may be at most this many characters.

@@ -32,6 +32,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
+from annotation.privacy import shown_name
 from annotation.task_types import MATRIX_LEVELS, PICK_BEST, PICK_WORST, Level, TaskType, get_task_type
 
 from .pairwise import item_candidates
@@ -185,13 +186,16 @@ def study_raters(*, study: Study) -> list[RaterInfo]:
     ids = (
         Judgment.objects.filter(counted_raters(), study=study, status=Judgment.Status.OK).values("rater_id").distinct()
     )
-    return _rater_infos(Rater.objects.filter(pk__in=ids).values_list("id", "kind", "name", "external_id"))
+    return _rater_infos(study, Rater.objects.filter(pk__in=ids).values_list("id", "kind", "name"))
 
 
-def _rater_infos(rows: Iterable[tuple[int, str, str, str]]) -> list[RaterInfo]:
+def _rater_infos(study: Study, rows: Iterable[tuple[int, str, str]]) -> list[RaterInfo]:
+    """Each rater as the owner's reports name them: by name when they have one (judges, invited experts),
+    else a crowdworker by pseudonym, never by platform id (annotation.privacy)."""
     order = {kind: i for i, kind in enumerate(Rater.Kind.values)}
     infos = [
-        RaterInfo(id=pk, kind=kind, label=name or external_id or f"rater {pk}") for pk, kind, name, external_id in rows
+        RaterInfo(id=pk, kind=kind, label=name or shown_name(study=study, rater_id=pk, kind=kind, name=name))
+        for pk, kind, name in rows
     ]
     return sorted(infos, key=lambda r: (order.get(r.kind, 99), r.id))
 
@@ -338,7 +342,7 @@ def study_rating_matrix(
     judged = np.isin(np.fromiter((pk for pk, _ in item_rows), dtype=np.int64, count=len(item_rows)), items)
     item_rows = [row for row, keep in zip(item_rows, judged, strict=True) if keep]
     infos = _rater_infos(
-        Rater.objects.filter(pk__in=np.unique(raters).tolist()).values_list("id", "kind", "name", "external_id")
+        study, Rater.objects.filter(pk__in=np.unique(raters).tolist()).values_list("id", "kind", "name")
     )
     n_cols = len(infos)
     r = c = np.empty(0, dtype=np.int64)

@@ -19,6 +19,8 @@ TEMPLATED_ID = re.compile(r"\{\{|\}\}|%[^%]*%|<[^>]*>|\$\{|^\{.*\}$")
 # What any platform's participant id looks like: no spaces, no markup, a sane length.
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,99}$")
 PROLIFIC_ID = re.compile(r"^[0-9a-fA-F]{24}$")
+# Mechanical Turk's worker ids: upper-case letters and digits (A1B2C3D4E5F6G7, usually 12 to 14 long).
+MTURK_WORKER_ID = re.compile(r"^[A-Z0-9]{6,64}$")
 
 
 def prolific_id_normal(participant_id: str) -> str:
@@ -42,6 +44,12 @@ def participant_id_check(*, study: Study, participant_id: str) -> str:
             )
         # A hex number is the same whatever its case: one worker, one rater (Prolific writes them in lower case).
         return prolific_id_normal(participant_id)
+    if study.recruitment == Study.Recruitment.MTURK:
+        if not MTURK_WORKER_ID.match(participant_id):
+            raise ValidationError(
+                gettext("This is not a Mechanical Turk worker id (capital letters and digits)."), code="shape"
+            )
+        return participant_id
     elif not PARTICIPANT_ID.match(participant_id):
         raise ValidationError(
             gettext(
@@ -63,7 +71,12 @@ def enroll_crowdworker(*, study: Study, participant_id: str, params: dict[str, A
             rater, _ = Rater.objects.get_or_create(kind=Rater.Kind.CROWD, external_id=participant_id)
     except IntegrityError:
         rater = Rater.objects.get(kind=Rater.Kind.CROWD, external_id=participant_id)
-    return _enroll(study=study, rater=rater, params=params or {})
+    enrollment = _enroll(study=study, rater=rater, params=params or {})
+    if study.recruitment == Study.Recruitment.MTURK and params and enrollment.entry_params != params:
+        # A worker who returned an assignment and accepted another submits the new one at the end.
+        enrollment.entry_params = {**enrollment.entry_params, **params}
+        enrollment.save(update_fields=["entry_params"])
+    return enrollment
 
 
 def _enroll(*, study: Study, rater: Rater, params: dict[str, Any]) -> Enrollment:

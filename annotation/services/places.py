@@ -139,3 +139,28 @@ def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, i
         for pk, (_stored, recounted) in drift.items():
             Item.objects.filter(pk=pk).update(places_taken=recounted)
     return drift
+
+
+def places_give_back(*, study: Study, rater_ids: list[int], drop_answers: bool = False) -> int:
+    """Give back at once the places these raters hold in the study; returns how many.
+
+    Their open leases (expired or not) are released. With ``drop_answers`` (a
+    withdrawal) their answered assignments give their places back too and every
+    assignment of theirs in the study is deleted, judgments with it. Each item's
+    count changes under its row lock, items in id order; the caller runs this in
+    a transaction and, when a rater may be answering, holds their enrollment first
+    (the order the answer path locks in).
+    """
+    states = [Assignment.State.LEASED, Assignment.State.DONE] if drop_answers else [Assignment.State.LEASED]
+    holding = Assignment.objects.filter(
+        takes_place(), study=study, rater_id__in=rater_ids, state__in=states, item__is_attention_check=False
+    )
+    given = 0
+    for item_id in sorted(set(holding.values_list("item_id", flat=True))):
+        lock_item(item_id, wait=True)
+        n = holding.filter(item_id=item_id).update(state=Assignment.State.RELEASED)
+        Item.objects.filter(pk=item_id).update(places_taken=F("places_taken") - n)
+        given += n
+    if drop_answers:
+        Assignment.objects.filter(study=study, rater_id__in=rater_ids).delete()
+    return given

@@ -21,6 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from .. import mturk
 from ..access import owned_by
 from ..languages import in_language, items_language, platform_text
 from ..models import Assignment, Enrollment, Invitation, Rater, Study
@@ -264,6 +265,8 @@ def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
     study = _study_named(request, entry_token)
     if not study.is_open:
         return _unavailable(request, study)
+    if study.recruitment == Study.Recruitment.MTURK:
+        return _mturk_entry(request, study)
     participant_id = request.GET.get("PROLIFIC_PID", "")
     params = {name: request.GET[name][:200] for name in ENTRY_PARAMS if name in request.GET}
     try:
@@ -272,6 +275,25 @@ def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
         return _entry_refused(request, study, problem=" ".join(exc.messages), code=exc.code or "")
     _remember(request, enrollment)
     # Consent sends a returning worker on to wherever they had got to.
+    return redirect("annotator:consent", study.entry_token)
+
+
+def _mturk_entry(request: HttpRequest, study: Study) -> HttpResponse:
+    """MTurk's frame: a preview before the HIT is accepted (no place, no enrollment), else the worker enrols."""
+    try:
+        entry = mturk.read_entry(request.GET)
+    except ValueError as exc:
+        problem = _("The link from Mechanical Turk is missing a valid %(name)s.") % {"name": exc.args[0]}
+        return _entry_refused(request, study, problem=problem, code="shape")
+    if entry.preview:
+        example = study.items.filter(is_attention_check=False).order_by("position", "id").first()
+        context = {"study": study, "language": _language(study), "example": example}
+        return render(request, "annotation/mturk_preview.html", context)
+    try:
+        enrollment = enroll_crowdworker(study=study, participant_id=entry.worker_id, params=entry.params)
+    except ValidationError as exc:
+        return _entry_refused(request, study, problem=" ".join(exc.messages), code=exc.code or "")
+    _remember(request, enrollment)
     return redirect("annotator:consent", study.entry_token)
 
 
@@ -487,6 +509,7 @@ def done(request: HttpRequest, entry_token: str) -> HttpResponse:
         "leaderboard_url": _leaderboard_url(study),
         "language": _language(study),
         "preview": enrollment.rater.is_preview,
+        "mturk_submit": mturk.submit_form(enrollment),
     }
     return render(request, "annotation/done.html", context)
 

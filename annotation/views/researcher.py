@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from .. import mturk
 from ..access import owned_study_or_404
 from ..allocation.state import allocation_summary
 from ..api.permissions import is_researcher
@@ -60,7 +61,9 @@ def _study_for_user(request: HttpRequest, pk: int) -> Study:
 
 
 def _entry_link(request: HttpRequest, study: Study) -> str:
-    return request.build_absolute_uri(reverse("annotator:entry", args=[study.entry_token])) + PROLIFIC_QUERY
+    base = request.build_absolute_uri(reverse("annotator:entry", args=[study.entry_token]))
+    # MTurk adds its own parameters (assignmentId, workerId, hitId, turkSubmitTo) to the ExternalURL.
+    return base if study.recruitment == Study.Recruitment.MTURK else base + PROLIFIC_QUERY
 
 
 def _add_errors(form: Any, exc: ValidationError) -> None:
@@ -120,6 +123,11 @@ def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "study": study,
         "form": form,
         "entry_link": _entry_link(request, study),
+        "external_question": (
+            mturk.external_question_xml(_entry_link(request, study))
+            if study.recruitment == Study.Recruitment.MTURK
+            else ""
+        ),
         "task_title": get_task_type(study.task_type).title,
         "invitations": invitations_with_progress(study=study),
         "invitation_form": InvitationForm(),

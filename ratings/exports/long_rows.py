@@ -39,7 +39,7 @@ COLUMNS = [
     "item_is_attention_check",
     "rater_id",
     "rater_kind",
-    "rater_external_id",
+    "rater_pseudonym",
     "rater_name",
     "rater_excluded",
     "trial",
@@ -108,8 +108,8 @@ def judgment_rows(data: StudyData, cells: Cells) -> Iterator[tuple]:
         pk: (
             pk,
             scalar(r.kind),
-            scalar(r.external_id),
-            scalar(r.name),
+            scalar(r.pseudonym),
+            scalar(r.judge_name),
             flags[r.excluded],
         )
         for pk, r in data.raters.items()

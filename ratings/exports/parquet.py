@@ -59,7 +59,7 @@ TYPES = {
     "item_is_attention_check": pa.bool_(),
     "rater_id": pa.int64(),
     "rater_kind": pa.string(),
-    "rater_external_id": pa.string(),
+    "rater_pseudonym": pa.string(),
     "rater_name": pa.string(),
     "rater_excluded": pa.bool_(),
     "trial": pa.int32(),

@@ -14,6 +14,7 @@ worker stopped beating, or fails it after its last attempt.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -224,3 +225,17 @@ def export_file_path(export: Export) -> Path:
     if not export.file or base not in path.parents:
         raise FileNotFoundError("This export has no file.")
     return path
+
+
+def exports_discard(*, study: Study) -> int:
+    """Delete the study's written exports and their files (after a withdrawal they may hold that person).
+
+    Running exports are left to finish; the caller says so. Returns how many were deleted.
+    """
+    gone = 0
+    for export in Export.objects.filter(study=study).exclude(status=Export.Status.RUNNING):
+        with contextlib.suppress(FileNotFoundError):
+            export_file_path(export).unlink()
+        export.delete()
+        gone += 1
+    return gone

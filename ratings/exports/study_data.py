@@ -19,6 +19,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotation.models import COUNTED_KINDS, Candidate, Enrollment, Item, Judgment, Rater, Study, counted_raters
+from annotation.privacy import shown_name
 from annotation.task_types import Level, TaskType, get_task_type
 
 CHUNK = 5000
@@ -38,16 +39,27 @@ class RaterInfo:
     excluded: bool = False
     excluded_reason: str = ""
     in_subset: bool = False
+    #: How exports name the rater: a person's pseudonym in this study, a judge's name (annotation.privacy).
+    shown: str = ""
 
     @property
     def is_human(self) -> bool:
         return self.kind in HUMAN_KINDS
 
     @property
+    def pseudonym(self) -> str:
+        """A person's pseudonym in this study; "" for a judge."""
+        return self.shown if self.is_human else ""
+
+    @property
+    def judge_name(self) -> str:
+        """A judge's name; "" for a person (whose name, like their platform id, stays out of exports)."""
+        return "" if self.is_human else self.name
+
+    @property
     def label(self) -> str:
-        """A column header that stays unique: the id first, then what people call the rater."""
-        own = self.external_id or self.name
-        return f"R{self.pk} {own}".strip()
+        """A column header: the pseudonym of a person, the name of a judge (unique: a judge's id is added)."""
+        return self.shown if self.is_human else f"{self.shown} (#{self.pk})"
 
 
 @dataclass
@@ -151,7 +163,14 @@ def _raters(study: Study, subset: set[int]) -> dict[int, RaterInfo]:
         .distinct()
     )
     for pk, kind, name, external_id in judged.values_list("pk", "kind", "name", "external_id"):
-        found[pk] = RaterInfo(pk=pk, kind=kind, name=name, external_id=external_id, in_subset=pk in subset)
+        found[pk] = RaterInfo(
+            pk=pk,
+            kind=kind,
+            name=name,
+            external_id=external_id,
+            in_subset=pk in subset,
+            shown=shown_name(study=study, rater_id=pk, kind=kind, name=name),
+        )
     for rater_id, excluded, reason in Enrollment.objects.filter(counted_raters(), study=study).values_list(
         "rater_id", "excluded", "excluded_reason"
     ):

@@ -257,6 +257,8 @@ class TestOneLifecycle:
         not_jobs = {
             "annotation.tasks.recover_stale_jobs_task",
             "annotation.tasks.recover_stale_imports_task",
+            # The hourly erasure of expired platform ids (annotation.privacy): maintenance, not a job.
+            "annotation.tasks.erase_raw_ids_task",
             "judging.tasks.recover_stalled_work_task",
             "ratings.alignment_tasks.alignment_report_task",
         }

@@ -8,6 +8,8 @@ import pytest
 from django.urls import reverse
 from openpyxl import load_workbook
 
+from annotation.models import Rater
+from annotation.privacy import pseudonym
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
 from ratings.reports import best_worst_report
 from ratings.selectors import study_best_worst
@@ -111,7 +113,9 @@ class TestExports:
         client.force_login(researcher)
         rows = list(csv.DictReader(io.StringIO(exported(client, judged, "csv").decode())))
         assert len(rows) == 6
-        first = next(r for r in rows if r["item"] == "set-0" and r["rater_external_id"] == "p3")
+        p3 = Rater.objects.get(external_id="p3")
+        alias = pseudonym(study_id=judged.pk, key=judged.pseudonym_key, rater_id=p3.pk)
+        first = next(r for r in rows if r["item"] == "set-0" and r["rater_pseudonym"] == alias)
         assert json.loads(first["value"]) == {"best": "k0", "worst": "k2"}
         assert first["value_label"] == "best k0, worst k2"
         assert json.loads(first["chosen_candidates"]) == ["k0", "k2"]

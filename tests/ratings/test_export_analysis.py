@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from annotation.models import Item, Judgment, Rater
+from annotation.privacy import pseudonym
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
 from ratings.exports import parquet
 from ratings.exports.csv_jsonl import COLUMNS, write_csv, write_csv_raw
@@ -110,8 +111,8 @@ class TestRawCsvInPandas:
         for record in frame.to_dict("records"):
             j = held[int(record["judgment_id"])]
             assert record["item"] == j.item.external_id
-            assert record["rater_external_id"] == j.rater.external_id
-            assert record["rater_name"] == j.rater.name
+            assert record["rater_pseudonym"] == shown(j)
+            assert record["rater_name"] == ("" if j.rater.is_human else j.rater.name)
             if j.value is None:
                 assert record["value"] == record["value_label"] == ""
             else:
@@ -208,7 +209,7 @@ class TestParquet:
             "item_is_attention_check": False,
             "rater_id": 7,
             "rater_kind": "crowd",
-            "rater_external_id": "",
+            "rater_pseudonym": "",
             "rater_name": "=cmd",
             "rater_excluded": True,
             "trial": 1,
@@ -263,10 +264,18 @@ class TestParquet:
             assert (json.loads(record["value"]) if record["value"] is not None else None) == j.value
 
 
+def shown(judgment):
+    """A person's pseudonym in the study (annotation.privacy); a judge has none."""
+    if not judgment.rater.is_human:
+        return ""
+    study = judgment.study
+    return pseudonym(study_id=study.pk, key=study.pseudonym_key, rater_id=judgment.rater_id)
+
+
 R_SCRIPT = r"""
 args <- commandArgs(trailingOnly = TRUE)
 frame <- read.csv(args[1], colClasses = "character", na.strings = character(0), encoding = "UTF-8", check.names = FALSE)
-write.csv(frame[, c("judgment_id", "item", "rater_external_id", "value", "value_label")], args[2],
+write.csv(frame[, c("judgment_id", "item", "rater_pseudonym", "value", "value_label")], args[2],
           row.names = FALSE, fileEncoding = "UTF-8")
 numbers <- read.csv(args[3], encoding = "UTF-8")
 cat(class(numbers$numeric), sum(numbers$numeric), "\n")
@@ -296,6 +305,6 @@ class TestRawCsvInR:
         for record in frame.to_dict("records"):
             j = held[int(record["judgment_id"])]
             assert record["item"] == j.item.external_id
-            assert record["rater_external_id"] == j.rater.external_id
+            assert record["rater_pseudonym"] == shown(j)
             assert record["value_label"] == (j.value["text"] if j.value else "")
             assert (json.loads(record["value"]) if record["value"] else None) == j.value

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from annotation.models import Item, Judgment, Rater
+from annotation.models import HUMAN_KINDS, Item, Judgment, Rater
+from annotation.privacy import pseudonym
 from ratings.exports.csv_jsonl import COLUMNS, stream_csv, stream_jsonl, write_csv, write_jsonl
 from tests.conftest import build_study
 from tests.ratings.export_helpers import judge_directly, rate_as_crowd
@@ -57,6 +58,12 @@ def jsonl_records(study):
     return [json.loads(line) for line in lines]
 
 
+def _names(study):
+    """{pseudonym: platform id} of the study's people, as the participant key links them."""
+    people = Rater.objects.filter(judgments__study=study, kind__in=HUMAN_KINDS).distinct()
+    return {pseudonym(study_id=study.pk, key=study.pseudonym_key, rater_id=r.pk): r.external_id for r in people}
+
+
 class TestCsv:
     def test_one_row_per_judgment_with_the_documented_columns(self, pairwise):
         out = io.StringIO()
@@ -72,7 +79,15 @@ class TestCsv:
             assert record["item"] == j.item.external_id
             assert int(record["rater_id"]) == j.rater_id
             assert record["rater_kind"] == j.rater.kind
-            assert record["rater_external_id"] == j.rater.external_id
+            # People by their pseudonym in the study, judges by name; never a platform id (annotation.privacy).
+            assert record["rater_pseudonym"] == (
+                pseudonym(study_id=pairwise.pk, key=pairwise.pseudonym_key, rater_id=j.rater_id)
+                if j.rater.is_human
+                else ""
+            )
+            assert (
+                j.rater.external_id not in {record["rater_pseudonym"], record["rater_name"]} or not j.rater.external_id
+            )
             assert int(record["trial"]) == j.assignment.trial
             assert record["status"] == j.status
             assert json.loads(record["value"]) == j.value
@@ -82,13 +97,17 @@ class TestCsv:
             assert record["created_at"] == j.created_at.isoformat()
 
     def test_numeric_coding_follows_the_task_type(self, pairwise):
-        coded = {(r["item"], r["rater_external_id"] or r["rater_name"]): r["numeric"] for r in csv_records(pairwise)}
+        names = _names(pairwise)
+        coded = {
+            (r["item"], names.get(r["rater_pseudonym"], r["rater_name"])): r["numeric"] for r in csv_records(pairwise)
+        }
         assert coded[("item-0", "a")] == "1.0"
         assert coded[("item-0", "b")] == "0.0"
         assert coded[("item-1", "a")] == "0.5"
 
     def test_the_chosen_candidate_resolves_to_its_provenance(self, pairwise):
-        by_rater = {(r["item"], r["rater_external_id"]): r for r in csv_records(pairwise)}
+        names = _names(pairwise)
+        by_rater = {(r["item"], names.get(r["rater_pseudonym"])): r for r in csv_records(pairwise)}
         chosen = by_rater[("item-0", "b")]
         assert json.loads(chosen["chosen_candidates"]) == ["c1"]
         assert json.loads(chosen["chosen_candidate_provenance"]) == {"c1": {"model": "secret-model-1"}}

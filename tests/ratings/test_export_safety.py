@@ -9,8 +9,10 @@ import xlsxwriter
 from openpyxl import load_workbook
 
 from annotation.models import Item, Rater
+from annotation.privacy import pseudonym
 from annotation.services.studies import ItemSpec, items_create
 from ratings.exports.csv_jsonl import write_csv
+from ratings.exports.formats import get_format
 from ratings.exports.safe_cells import csv_safe, scrub_provenance
 from ratings.exports.workbook import write_workbook
 from ratings.exports.xlsx_book import Book
@@ -92,13 +94,19 @@ class TestWorkbookIsInert:
             assert cells[stored].data_type == "s"
         assert not [c for ws in wb for row in ws.iter_rows() for c in row if c.data_type == "f"]
 
-    def test_a_hostile_rater_id_becomes_an_inert_column_header(self, hostile_study, tmp_path):
+    def test_a_hostile_rater_id_never_reaches_the_workbook_its_pseudonym_heads_the_column(
+        self, hostile_study, tmp_path
+    ):
         path = tmp_path / "hostile.xlsx"
         write_workbook(hostile_study, str(path))
-        header = next(load_workbook(path)["Ratings"].iter_rows(min_row=1, max_row=1))
+        wb = load_workbook(path)
+        header = next(wb["Ratings"].iter_rows(min_row=1, max_row=1))
         rater = Rater.objects.get(external_id__startswith="=cmd")
-        assert header[3].value == f"R{rater.pk} =cmd|' /C calc'!A0"
+        assert header[3].value == pseudonym(
+            study_id=hostile_study.pk, key=hostile_study.pseudonym_key, rater_id=rater.pk
+        )
         assert header[3].data_type == "s"
+        assert not [c for ws in wb for row in ws.iter_rows() for c in row if "calc'!A0" in str(c.value or "")]
 
     def test_a_negative_number_in_the_workbook_is_numeric(self, researcher, tmp_path):
         study = build_study(
@@ -121,13 +129,23 @@ class TestCsvIsInert:
     def test_numbers_and_harmless_text_are_untouched(self, value):
         assert csv_safe(value) == value
 
-    def test_the_long_csv_neutralises_item_ids_and_rater_ids(self, hostile_study):
+    def test_the_long_csv_neutralises_item_ids_and_names_raters_by_pseudonym(self, hostile_study):
         out = io.StringIO()
         write_csv(hostile_study, out)
         records = list(csv.DictReader(io.StringIO(out.getvalue())))
         dangerous_ids = {i.external_id for i in Item.objects.filter(study=hostile_study)}
         assert {r["item"] for r in records} == dangerous_ids  # the ids themselves are harmless
-        assert {r["rater_external_id"] for r in records} == {"'=cmd|' /C calc'!A0"}
+        assert "calc" not in out.getvalue()  # the rater's own id is not in it at all
+        assert all(r["rater_pseudonym"].startswith("P-") for r in records)
+
+    def test_the_participant_key_neutralises_a_hostile_platform_id(self, hostile_study):
+        out = io.StringIO()
+        get_format("ids_key").write(hostile_study, out)
+        lines = out.getvalue().splitlines()
+        assert lines[0].startswith("# Personal data")
+        (record,) = csv.DictReader(io.StringIO("\n".join(lines[1:])))
+        assert record["platform_id"] == "'=cmd|' /C calc'!A0"
+        assert record["pseudonym"].startswith("P-")
 
     def test_dangerous_item_ids_are_prefixed_in_the_csv(self, researcher):
         study = build_study(researcher, n_items=1, quota_per_item=1)

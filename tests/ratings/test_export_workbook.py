@@ -8,6 +8,7 @@ import pytest
 from openpyxl import load_workbook
 
 from annotation.models import Enrollment, Item, Judgment, Rater
+from annotation.privacy import pseudonym
 from annotation.services.studies import ItemSpec, items_create
 from ratings.exports import item_figures
 from ratings.exports.item_figures import ScaleFigures
@@ -224,16 +225,22 @@ class TestItemsSheet:
             assert frame.loc[item, "Median (consensus)"] == statistics.median([values[0], values[2]])
 
 
+def alias(study, rater):
+    """The rater's pseudonym in the study (annotation.privacy)."""
+    return pseudonym(study_id=study.pk, key=study.pseudonym_key, rater_id=rater.pk)
+
+
 class TestRatingsSheet:
     def test_every_human_rating_sits_in_its_rater_column(self, exported):
         study, path = exported
         frame = pd.read_excel(path, sheet_name="Ratings").set_index("Item")
         humans = list(study.raters.values())
-        assert list(frame.columns) == ["Prompt", "Text", *[f"R{r.pk} {r.external_id}" for r in humans]]
+        # Each person's column is headed by their pseudonym in the study, never their platform id.
+        assert list(frame.columns) == ["Prompt", "Text", *[alias(study, r) for r in humans]]
         judged = Judgment.objects.filter(study=study, item__is_attention_check=False, rater__in=humans)
         assert judged.count() == 20
         for j in judged.select_related("item", "rater"):
-            assert frame.loc[j.item.external_id, f"R{j.rater.pk} {j.rater.external_id}"] == j.value["rating"]
+            assert frame.loc[j.item.external_id, alias(study, j.rater)] == j.value["rating"]
 
     def test_items_keep_their_listed_order(self, exported):
         _, path = exported
@@ -247,7 +254,7 @@ class TestRaterStatsSheet:
         frame = pd.read_excel(path, sheet_name="Rater stats").set_index("Rater")
         for index, (participant, rater) in enumerate(study.raters.items()):
             values = [v[index] for v in RATINGS.values()]
-            row = frame.loc[f"R{rater.pk} {participant}"]
+            row = frame.loc[alias(study, rater)]
             assert row["Judgments (n)"] == 5
             assert row["Mean"] == pytest.approx(statistics.mean(values))
             assert row["SD"] == pytest.approx(statistics.stdev(values))

@@ -17,6 +17,7 @@ register_format(
         # One object per line ends in \n; CSV keeps the csv module's own \r\n.
         newline="\n",
         stream=stream_jsonl,
+        holds_rater_ids=False,
         position=50,
     )
 )

@@ -14,6 +14,7 @@ register_format(
         content_type="application/vnd.apache.parquet",
         write=write_parquet,
         binary=True,
+        holds_rater_ids=False,
         position=40,
     )
 )

@@ -15,6 +15,7 @@ register_format(
         write=write_csv_raw,
         binary=False,
         stream=stream_csv_raw,
+        holds_rater_ids=False,
         position=30,
     )
 )

@@ -16,6 +16,7 @@ register_format(
         write=write_csv,
         binary=False,
         stream=stream_csv,
+        holds_rater_ids=False,
         position=20,
     )
 )

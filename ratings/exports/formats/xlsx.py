@@ -15,6 +15,7 @@ register_format(
         content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         write=write_workbook,
         binary=True,
+        holds_rater_ids=False,
         position=10,
     )
 )
