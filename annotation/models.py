@@ -118,7 +118,7 @@ class Study(models.Model):
         help_text="Answers to regular items a participant must give before the completion code.",
     )
     entry_token = models.CharField(max_length=40, unique=True, default=_token)
-    # The Prolific study this one recruits through (crowd.prolific); blank when none is linked.
+    # The Prolific study this one recruits through (judging.crowd.prolific); blank when none is linked.
     prolific_study_id = models.CharField(max_length=24, blank=True, default="", db_default="")
     # The key of this study's participant pseudonyms (annotation.privacy): never shown, never exported.
     # Rows written by code older than this column get "" and a key on first use (annotation.privacy).

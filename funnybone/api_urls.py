@@ -11,10 +11,10 @@ from drf_spectacular.views import SpectacularAPIView
 
 from annotation.api import resources as studies
 from annotation.api import views as study_ops
-from crowd import api as crowd
 from judging.api import generation_views as generation_ops
 from judging.api import resources as judging
 from judging.api import views as judging_ops
+from judging.crowd import api as crowd
 from ratings import api as ratings
 
 app_name = "v1"

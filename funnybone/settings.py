@@ -56,7 +56,6 @@ INSTALLED_APPS = [
     "annotation",
     "ratings",
     "judging",
-    "crowd",
 ]
 
 MIDDLEWARE = [
@@ -261,7 +260,7 @@ FUNNYBONE_MTURK_SUBMIT_HOSTS = env_list("FUNNYBONE_MTURK_SUBMIT_HOSTS", "www.mtu
 FUNNYBONE_MTURK_FRAME_ANCESTORS = env_list(
     "FUNNYBONE_MTURK_FRAME_ANCESTORS", "https://www.mturk.com,https://worker.mturk.com,https://workersandbox.mturk.com"
 )
-# Prolific's API (crowd.prolific): its address (a local server in tests) and each call's time limit.
+# Prolific's API (judging.crowd.prolific): its address (a local server in tests) and each call's time limit.
 FUNNYBONE_PROLIFIC_API_URL = env_str("FUNNYBONE_PROLIFIC_API_URL", "https://api.prolific.com")
 FUNNYBONE_PROLIFIC_TIMEOUT = env_int("FUNNYBONE_PROLIFIC_TIMEOUT", 20)
 # Days a participant's platform ids are kept after they entered a study; then they are erased and only

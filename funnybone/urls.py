@@ -18,7 +18,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("studies/", include("annotation.researcher_urls")),
     path("judging/", include("judging.urls")),
-    path("crowd/", include("crowd.urls")),
+    path("crowd/", include("judging.crowd.urls")),
     path("api/v1/", include("funnybone.api_urls")),
     # Before v1, deprecated for one release (funnybone.deprecation marks their answers).
     path("api/judging/", include("judging.api_urls")),
