@@ -53,9 +53,9 @@ from bench.load_client import Study as ClientStudy  # noqa: E402
 from bench.load_server import create_database, drop_database, gunicorn, migrate, with_database  # noqa: E402
 
 DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
-# Allocation policies a study can use: today every study allocates uniformly (each item up to its
-# quota). The policies' registry, when there is one, replaces this tuple.
-POLICIES = ("uniform",)
+# Allocation policies a study can use, each with the study settings that choose it: today every study
+# allocates uniformly (each item up to its quota). The policies' registry, when there is one, replaces this.
+POLICIES: dict[str, dict[str, object]] = {"uniform": {}}
 
 
 def item_orders() -> list[str]:
@@ -78,14 +78,15 @@ def _django(database_url: str) -> None:
     django.setup()
 
 
-def make_study(*, label: str, n_items: int, quota: int, item_order: str = ""):
-    """An open ordinal study with invented items, owned by the bench user (the model's default order unless told)."""
+def make_study(*, label: str, n_items: int, quota: int, item_order: str = "", **settings):
+    """An open ordinal study with invented items, owned by the bench user (the model's default order unless
+    told; ``settings``: more study settings, e.g. a policy's)."""
     from django.contrib.auth import get_user_model
 
     from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
 
     owner, _ = get_user_model().objects.get_or_create(username="load-bench")
-    options = {"item_order": item_order} if item_order else {}
+    options = {"item_order": item_order, **settings} if item_order else settings
     study = study_create(owner=owner, name=f"Load {label}", task_type="ordinal", quota_per_item=quota, **options)
     specs = [
         ItemSpec(external_id=f"joke-{i}", prompt=f"Setup number {i}?", text=f"Punchline number {i}.")
@@ -145,6 +146,7 @@ def run_level(
     n_items: int | None = None,
     prefix: str = "/s",
     item_order: str = "",
+    settings: dict | None = None,
 ):
     from bench.load_audit import audit_study
 
@@ -152,7 +154,11 @@ def run_level(
     n_items = n_items or max(1, math.ceil(submissions / min(concurrency, quota)))
     label = "bare" if prefix != "/s" else (item_order or "app")
     study = make_study(
-        label=f"{label} C={concurrency} {time.time():.0f}", n_items=n_items, quota=quota, item_order=item_order
+        label=f"{label} C={concurrency} {time.time():.0f}",
+        n_items=n_items,
+        quota=quota,
+        item_order=item_order,
+        **(settings or {}),
     )
     participants = [f"load-{os.getpid()}-{label}-c{concurrency}-r{i}" for i in range(concurrency)]
     # Each rater stops at its share of the answers asked for, so a big study is not taken to the end.
@@ -210,6 +216,10 @@ def print_comparison(
             f"     C={concurrency} {label}: {rate:.1f} answers/s ({share} of {reference}), "
             f"submit p99 {p99:.0f} ms ({ratio})"
         )
+    bare_rate = figures(results["bare"])[0] if "bare" in results else 0.0
+    for label, rounds in results.items():
+        if bare_rate and label != "bare":
+            print(f"     C={concurrency}: {label} at {100 * figures(rounds)[0] / bare_rate:.0f}% of bare")
 
 
 def print_other_timings(timings: Timings, cpu: dict[str, float], logs: list[RaterLog]) -> None:
@@ -399,19 +409,20 @@ def main(argv: list[str] | None = None) -> int:
                     per_answer_cost([int(n) for n in args.sizes.split(",") if n.strip()], database_name)
                 audits = []
                 print_header()
+                # (label, path, item order, the policy's study settings); the first is the reference.
                 runs = [
-                    (f"{order}/{policy}" if len(policies) > 1 else order, "/s", order)
+                    (f"{order}/{policy}" if len(policies) > 1 else order, "/s", order, POLICIES[policy])
                     for order in orders
                     for policy in policies
                 ]
                 if args.bare:
-                    runs.append(("bare", "/bare", ""))
+                    runs.append(("bare", "/bare", "", {}))
                 reference = runs[0][0]
                 for concurrency in levels:
                     results: dict[str, list[tuple[list[RaterLog], Timings, float]]] = {label: [] for label, *_ in runs}
                     for round_ in range(args.rounds):
                         # Every order in turn, round after round: they share the machine's noise.
-                        for label, prefix, order in runs:
+                        for label, prefix, order, settings in runs:
                             level = partial(
                                 run_level,
                                 base_url=running.url,
@@ -422,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
                                 snapshot=lambda: cpu_snapshot(running if server else None, database_name),
                                 prefix=prefix,
                                 item_order=order,
+                                settings=settings,
                             )
                             if args.warmup and round_ == 0:
                                 # Connections opened, code and templates loaded: the steady state is measured.
