@@ -50,9 +50,22 @@ sys.path.insert(0, str(ROOT))
 
 from bench.load_client import REQUEST_TYPES, Plan, RaterLog, Timings, percentile, run_raters  # noqa: E402
 from bench.load_client import Study as ClientStudy  # noqa: E402
-from bench.load_server import create_database, drop_database, gunicorn, migrate  # noqa: E402
+from bench.load_server import create_database, drop_database, gunicorn, migrate, with_database  # noqa: E402
 
 DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
+# Allocation policies a study can use, each with the study settings that choose it: today every study
+# allocates uniformly (each item up to its quota). The policies' registry, when there is one, replaces this.
+POLICIES: dict[str, dict[str, object]] = {"uniform": {}}
+
+
+def item_orders() -> list[str]:
+    """The study's item orders, the model's default first (Django must be set up)."""
+    from annotation.models import Study
+
+    default = Study._meta.get_field("item_order").default
+    return [default, *(order for order in Study.ItemOrder.values if order != default)]
+
+
 SHOWN = ("entry", "item", "submit")
 
 
@@ -65,14 +78,16 @@ def _django(database_url: str) -> None:
     django.setup()
 
 
-def make_study(*, label: str, n_items: int, quota: int):
-    """An open ordinal study with invented items, owned by the bench user."""
+def make_study(*, label: str, n_items: int, quota: int, item_order: str = "", **settings):
+    """An open ordinal study with invented items, owned by the bench user (the model's default order unless
+    told; ``settings``: more study settings, e.g. a policy's)."""
     from django.contrib.auth import get_user_model
 
     from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
 
     owner, _ = get_user_model().objects.get_or_create(username="load-bench")
-    study = study_create(owner=owner, name=f"Load {label}", task_type="ordinal", quota_per_item=quota)
+    options = {"item_order": item_order, **settings} if item_order else settings
+    study = study_create(owner=owner, name=f"Load {label}", task_type="ordinal", quota_per_item=quota, **options)
     specs = [
         ItemSpec(external_id=f"joke-{i}", prompt=f"Setup number {i}?", text=f"Punchline number {i}.")
         for i in range(n_items)
@@ -130,13 +145,21 @@ def run_level(
     snapshot,
     n_items: int | None = None,
     prefix: str = "/s",
+    item_order: str = "",
+    settings: dict | None = None,
 ):
     from bench.load_audit import audit_study
 
     # Enough items for the answers asked for (one rater can answer each item once), unless told.
     n_items = n_items or max(1, math.ceil(submissions / min(concurrency, quota)))
-    label = "bare" if prefix != "/s" else "app"
-    study = make_study(label=f"{label} C={concurrency} {time.time():.0f}", n_items=n_items, quota=quota)
+    label = "bare" if prefix != "/s" else (item_order or "app")
+    study = make_study(
+        label=f"{label} C={concurrency} {time.time():.0f}",
+        n_items=n_items,
+        quota=quota,
+        item_order=item_order,
+        **(settings or {}),
+    )
     participants = [f"load-{os.getpid()}-{label}-c{concurrency}-r{i}" for i in range(concurrency)]
     # Each rater stops at its share of the answers asked for, so a big study is not taken to the end.
     share = math.ceil(submissions / concurrency) if n_items * quota > submissions else 10_000
@@ -156,7 +179,7 @@ def _ms(values: list[float]) -> str:
 
 def print_header() -> None:
     cells = "".join(f"  {kind + ' p50/95/99 ms':>19}" for kind in SHOWN)
-    print(f"{'C':>3}  {'path':>4}  {'submits':>7}  {'subm/s':>7}{cells}  {'errors':>6}  raters done")
+    print(f"{'C':>3}  {'run':>16}  {'submits':>7}  {'subm/s':>7}{cells}  {'errors':>6}  raters done")
 
 
 def print_row(concurrency: int, logs: list[RaterLog], timings: Timings, wall: float, *, label: str = "") -> float:
@@ -167,10 +190,36 @@ def print_row(concurrency: int, logs: list[RaterLog], timings: Timings, wall: fl
     finished = sum(log.finished for log in logs)
     rate = confirmed / wall
     print(
-        f"{concurrency:>3}  {label or 'app':>4}  {confirmed:>7}  {rate:>7.1f}{cells}  {errors:>6}  "
+        f"{concurrency:>3}  {label or 'app':>16}  {confirmed:>7}  {rate:>7.1f}{cells}  {errors:>6}  "
         f"{finished}/{len(logs)}"
     )
     return rate
+
+
+def print_comparison(
+    concurrency: int, results: dict[str, list[tuple[list[RaterLog], Timings, float]]], reference: str
+) -> None:
+    """Each run's answers/s (all its rounds: answers over wall time) and submit p99, against the reference's."""
+
+    def figures(rounds: list[tuple[list[RaterLog], Timings, float]]) -> tuple[float, float]:
+        confirmed = sum(s.outcome == "confirmed" for logs, _t, _w in rounds for log in logs for s in log.submissions)
+        wall = sum(w for _l, _t, w in rounds)
+        submits = [v for _l, timings, _w in rounds for v in timings.samples["submit"]]
+        return confirmed / wall if wall else 0.0, 1000 * percentile(submits, 99) if submits else 0.0
+
+    base_rate, base_p99 = figures(results[reference])
+    for label, rounds in results.items():
+        rate, p99 = figures(rounds)
+        share = f"{100 * rate / base_rate:.0f}%" if base_rate else "-"
+        ratio = f"{p99 / base_p99:.2f}x" if base_p99 else "-"
+        print(
+            f"     C={concurrency} {label}: {rate:.1f} answers/s ({share} of {reference}), "
+            f"submit p99 {p99:.0f} ms ({ratio})"
+        )
+    bare_rate = figures(results["bare"])[0] if "bare" in results else 0.0
+    for label, rounds in results.items():
+        if bare_rate and label != "bare":
+            print(f"     C={concurrency}: {label} at {100 * figures(rounds)[0] / bare_rate:.0f}% of bare")
 
 
 def print_other_timings(timings: Timings, cpu: dict[str, float], logs: list[RaterLog]) -> None:
@@ -294,7 +343,23 @@ def main(argv: list[str] | None = None) -> int:
         default=100,
         help="answers sent to each path at each level before it is measured, not counted (0: measure a cold server)",
     )
+    parser.add_argument(
+        "--orders",
+        default="",
+        help="comma-separated item orders to measure at each level (random_per_rater, as_listed, shared_random),"
+        " the first the reference the others are compared with; default: the study's default order",
+    )
+    parser.add_argument(
+        "--policies", default="uniform", help=f"comma-separated allocation policies ({', '.join(POLICIES)})"
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="times each order is measured per level, in turn")
     args = parser.parse_args(argv)
+    policies = [name.strip() for name in args.policies.split(",") if name.strip()]
+    for name in policies:
+        if name not in POLICIES:
+            parser.error(f"--policies: unknown allocation policy {name!r}; known: {', '.join(POLICIES)}")
+    if not policies or args.rounds < 1:
+        parser.error("give at least one policy and one round")
     if args.bare and args.url:
         parser.error("--bare starts its own server: leave out --url")
     levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -302,12 +367,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the load harness runs on PostgreSQL: give --database-url postgres://...")
 
     scratch = None if args.url else f"fb_load_{os.getpid()}"
+    # Django is set up before the scratch database exists (setting up connects to nothing),
+    # so an unknown order is refused before anything is created.
+    _django(with_database(args.database_url, scratch) if scratch else args.database_url)
+    known = item_orders()
+    orders = [name.strip() for name in args.orders.split(",") if name.strip()] or known[:1]
+    for name in orders:
+        if name not in known:
+            parser.error(f"--orders: unknown item order {name!r}; known: {', '.join(known)}")
     database_url = create_database(args.database_url, scratch) if scratch else args.database_url
     failed = False
     try:
         if scratch:
             migrate(database_url)
-        _django(database_url)
         database_name = database_url.split("?", 1)[0].rsplit("/", 1)[-1]
         extra_env = {} if args.conn_max_age is None else {"DB_CONN_MAX_AGE": str(args.conn_max_age)}
         with tempfile.TemporaryDirectory(prefix="fb-load-") as tmp:
@@ -337,33 +409,45 @@ def main(argv: list[str] | None = None) -> int:
                     per_answer_cost([int(n) for n in args.sizes.split(",") if n.strip()], database_name)
                 audits = []
                 print_header()
-                paths = [("app", "/s"), ("bare", "/bare")] if args.bare else [("app", "/s")]
+                # (label, path, item order, the policy's study settings); the first is the reference.
+                runs = [
+                    (f"{order}/{policy}" if len(policies) > 1 else order, "/s", order, POLICIES[policy])
+                    for order in orders
+                    for policy in policies
+                ]
+                if args.bare:
+                    runs.append(("bare", "/bare", "", {}))
+                reference = runs[0][0]
                 for concurrency in levels:
-                    rates = {}
-                    for label, prefix in paths:
-                        level = partial(
-                            run_level,
-                            base_url=running.url,
-                            concurrency=concurrency,
-                            quota=args.quota,
-                            mode=args.mode,
-                            time_limit=args.time_limit,
-                            snapshot=lambda: cpu_snapshot(running if server else None, database_name),
-                            prefix=prefix,
-                        )
-                        if args.warmup:
-                            # Database connections opened, code and templates loaded: the steady state is measured.
-                            *_, warm_audit = level(submissions=args.warmup, n_items=None)
-                            audits.append((f"{label} C={concurrency} warm-up", warm_audit))
-                        logs, timings, wall, cpu, audit = level(submissions=args.submissions, n_items=args.items)
-                        rates[label] = print_row(concurrency, logs, timings, wall, label=label if args.bare else "")
-                        print_other_timings(timings, cpu, logs)
-                        for log in logs:
-                            if log.error:
-                                print(f"     {log.participant} stopped: {log.error}")
-                        audits.append((f"{label} C={concurrency}", audit))
-                    if args.bare and rates["bare"]:
-                        print(f"     C={concurrency}: app at {100 * rates['app'] / rates['bare']:.0f}% of bare")
+                    results: dict[str, list[tuple[list[RaterLog], Timings, float]]] = {label: [] for label, *_ in runs}
+                    for round_ in range(args.rounds):
+                        # Every order in turn, round after round: they share the machine's noise.
+                        for label, prefix, order, settings in runs:
+                            level = partial(
+                                run_level,
+                                base_url=running.url,
+                                concurrency=concurrency,
+                                quota=args.quota,
+                                mode=args.mode,
+                                time_limit=args.time_limit,
+                                snapshot=lambda: cpu_snapshot(running if server else None, database_name),
+                                prefix=prefix,
+                                item_order=order,
+                                settings=settings,
+                            )
+                            if args.warmup and round_ == 0:
+                                # Connections opened, code and templates loaded: the steady state is measured.
+                                *_, warm_audit = level(submissions=args.warmup, n_items=None)
+                                audits.append((f"{label} C={concurrency} warm-up", warm_audit))
+                            logs, timings, wall, cpu, audit = level(submissions=args.submissions, n_items=args.items)
+                            print_row(concurrency, logs, timings, wall, label=label)
+                            print_other_timings(timings, cpu, logs)
+                            for log in logs:
+                                if log.error:
+                                    print(f"     {log.participant} stopped: {log.error}")
+                            audits.append((f"{label} C={concurrency} round {round_ + 1}", audit))
+                            results[label].append((logs, timings, wall))
+                    print_comparison(concurrency, results, reference)
                 for level, audit in audits:
                     print(f"{level}: " + "\n".join(audit.lines()))
                     failed = failed or not audit.ok

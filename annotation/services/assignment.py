@@ -42,13 +42,17 @@ from .places import (
     expired_leases,
     lock_item,
     rater_takes_place,
+    skips_held_rows,
     take_free_place,
     take_place,
     takes_place,
+    with_free_place,
 )
 
 # Walk steps looked up per query: the first few usually hold an item with room; further on, where
 # the study is fuller, more at a time. Each step costs a permutation in Python and a key in the query.
+# In an order every rater shares, the steps just ahead were mostly taken by the others since the
+# rater's last item, so the first lookup is a full batch.
 FIRST_WALK_BATCH = 16
 WALK_BATCH = 64
 # Items with room (or with an expired lease) read at once once the walk is over.
@@ -114,7 +118,7 @@ def _lease_if_room(
     another that a second request, waiting the other way round, needs.
     """
     if not wait and rater_takes_place(rater):
-        item = take_free_place(item_id, study.quota_per_item)
+        item = take_free_place([item_id], study.quota_per_item)
         if item is not None:
             return _create(study, rater, item, sequence, now, shown_at=shown_at), False
     savepoint = transaction.savepoint_create()
@@ -125,6 +129,51 @@ def _lease_if_room(
         return assignment, False
     transaction.savepoint_rollback(savepoint)
     return None, item is None
+
+
+def _lease_first(
+    study: Study,
+    rater: Rater,
+    candidates: list[tuple[int, bool]],
+    sequence: int,
+    now: datetime,
+    passed_over: list[int],
+    shown_at: datetime | None,
+) -> Assignment | None:
+    """Lease the first of the candidates (item id, whether it had a free place when looked up), in the
+    order given, that can be taken now; those another request holds go on ``passed_over``.
+
+    Raters who share an order look up the same next items at the same moment.
+    A run of candidates with a free place goes to ``take_free_place`` in one
+    statement, which takes the first one that no other transaction is taking,
+    instead of trying each in turn. Candidates whose only room is an expired
+    lease, a preview's (which takes no place) and every candidate on a database
+    without row locks go one at a time, in their turn.
+    """
+    together = rater_takes_place(rater) and skips_held_rows()
+    at = 0
+    while at < len(candidates):
+        item_id, free = candidates[at]
+        if together and free:
+            end = at
+            while end < len(candidates) and candidates[end][1]:
+                end += 1
+            run = [item_id for item_id, _free in candidates[at:end]]
+            item = take_free_place(run, study.quota_per_item)
+            if item is not None:
+                return _create(study, rater, item, sequence, now, shown_at=shown_at)
+            # None taken: each was filled since the lookup or is held by a request still at work.
+            held = with_free_place(run, study.quota_per_item)
+            passed_over.extend(item_id for item_id in run if item_id in held)
+            at = end
+            continue
+        found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
+        if found is not None:
+            return found
+        if busy:
+            passed_over.append(item_id)
+        at += 1
+    return None
 
 
 def _create(
@@ -274,22 +323,25 @@ def _with_room(study: Study, rater: Rater) -> QuerySet[Item]:
     return rows.filter(places_taken__lt=study.quota_per_item)
 
 
-def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) -> list[tuple[int, int]]:
-    """(id, position) of the regular items at these positions that the rater has not seen and
-    that have room for them, or will once an expired lease is released: the walk's one lookup per batch.
+def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) -> list[tuple[int, int, bool]]:
+    """(id, position, has a free place) of the regular items at these positions that the rater has not
+    seen and that have room for them, or will once an expired lease is released: the walk's one lookup
+    per batch. A preview sees every item as having room.
 
     Written in SQL: it runs for every new lease, and the ORM took longer to build
     the query than the database took to answer it.
     """
     item, assignment, rater_table = (m._meta.db_table for m in (Item, Assignment, Rater))
     marks = ", ".join(["%s"] * len(positions))
+    takes = rater_takes_place(rater)
     sql = (
-        f"SELECT i.id, i.position FROM {item} i WHERE i.study_id = %s AND i.is_attention_check = %s"  # noqa: S608
+        f"SELECT i.id, i.position, {'i.places_taken < %s' if takes else '%s'} FROM {item} i"  # noqa: S608
+        " WHERE i.study_id = %s AND i.is_attention_check = %s"
         f" AND i.position IN ({marks})"
         f" AND NOT EXISTS (SELECT 1 FROM {assignment} m WHERE m.rater_id = %s AND m.item_id = i.id)"
     )
-    params: list = [study.pk, False, *positions, rater.pk]
-    if rater_takes_place(rater):
+    params: list = [study.quota_per_item if takes else True, study.pk, False, *positions, rater.pk]
+    if takes:
         kinds = ", ".join(["%s"] * len(HUMAN_KINDS))
         sql += (
             f" AND (i.places_taken < %s OR EXISTS (SELECT 1 FROM {assignment} x JOIN {rater_table} r"  # noqa: S608
@@ -304,7 +356,7 @@ def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) ->
         ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        return [(item_id, position, bool(free)) for item_id, position, free in cursor.fetchall()]
 
 
 def _walk(
@@ -326,7 +378,7 @@ def _walk(
     walk = ItemWalk(study=study, rater_id=rater.pk, span=enrollment.walk_span)
     start = step = enrollment.walked
     found = None
-    size = FIRST_WALK_BATCH
+    size = WALK_BATCH if walk.shared else FIRST_WALK_BATCH
     while found is None and step < walk.steps:
         batch = walk.positions(step, size)
         step = min(step + size, walk.steps)
@@ -334,14 +386,10 @@ def _walk(
         if not batch:
             continue
         step_at = {position: s for s, position in batch}
-        rows = _open_at(study, rater, now, list(step_at))
-        for item_id, position in sorted(rows, key=lambda row: (step_at[row[1]], row[0])):
-            found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
-            if found is not None:
-                step = step_at[position] + 1
-                break
-            if busy:
-                passed_over.append(item_id)
+        rows = sorted(_open_at(study, rater, now, list(step_at)), key=lambda row: (step_at[row[1]], row[0]))
+        found = _lease_first(study, rater, [(row[0], row[2]) for row in rows], sequence, now, passed_over, shown_at)
+        if found is not None:
+            step = step_at[next(position for item_id, position, _free in rows if item_id == found.item_id)] + 1
     if step != start:
         enrollment.walked = step
         update(Enrollment, enrollment.pk, walked=step)
@@ -360,6 +408,7 @@ def _after_walk(
     rows = set(
         _with_room(study, rater).order_by("places_taken", "position").values_list("pk", "position")[:AFTER_WALK_BATCH]
     )
+    free = {item_id for item_id, _position in rows}
     if rater_takes_place(rater):
         # Full items whose places an expired lease still holds (not in the room index).
         lapsed = (
@@ -377,15 +426,10 @@ def _after_walk(
         inside = row[1] < walk.span
         return (0 if inside else 1, walk.step_of(row[1]) if inside else row[1], row[0])
 
-    for item_id, _position in sorted(rows, key=walk_order):
-        if item_id in passed_over:
-            continue
-        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
-        if assignment is not None:
-            return assignment
-        if busy:
-            passed_over.append(item_id)
-    return None
+    candidates = [(item_id, item_id in free) for item_id, _position in sorted(rows, key=walk_order)]
+    skipped = set(passed_over)
+    candidates = [candidate for candidate in candidates if candidate[0] not in skipped]
+    return _lease_first(study, rater, candidates, sequence, now, passed_over, shown_at)
 
 
 def _first_free(

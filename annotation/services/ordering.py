@@ -37,6 +37,8 @@ class ItemWalk:
 
     def __init__(self, *, study: Study, rater_id: int, span: int):
         self.span = span
+        # Every rater meets the positions in the same order (as listed, shared random).
+        self.shared = study.item_order != Study.ItemOrder.RANDOM_PER_RATER
         self._keys: list[int] = []
         self._half = 0
         if study.item_order == Study.ItemOrder.AS_LISTED:

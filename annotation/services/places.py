@@ -96,27 +96,49 @@ def places_add(assignments: list[Assignment]) -> None:
         Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
 
 
-def take_free_place(item_id: int, quota: int) -> Item | None:
-    """Lock the item and take one of its places in one statement, if it is free now and has room.
+def skips_held_rows() -> bool:
+    """Whether ``take_free_place`` can pass over rows other transactions hold: PostgreSQL's row locks
+    with SKIP LOCKED. SQLite has no row locks; its writers take turns (``BEGIN IMMEDIATE``)."""
+    return connection.vendor == "postgresql"
 
-    None when another transaction holds the item or it has no free place (an
-    expired lease may still hold one); then nothing is locked, and the caller
-    finds out which through ``lock_item`` and ``take_place``. PostgreSQL only:
-    elsewhere (SQLite, whose writers are serialised anyway) it always answers None.
+
+def take_free_place(item_ids: list[int], quota: int) -> Item | None:
+    """Take a place in the first of these items (in the order given) that has room and that no other
+    transaction holds now: the item, locked, its place taken; one statement.
+
+    Raters who share an order all want the same next item; each takes the first
+    one nobody is taking at this moment rather than queue behind the one who is
+    (``FOR UPDATE SKIP LOCKED``). PostgreSQL re-reads a row another transaction
+    changed since the statement began, so an item filled meanwhile is passed over
+    too. None when every one is held or full (an expired lease may still hold a
+    place: that is ``lock_item`` and ``take_place``'s to find out); then nothing
+    is locked. PostgreSQL only: elsewhere (SQLite, whose writers are serialised
+    anyway) it always answers None.
     """
-    if connection.vendor != "postgresql":
+    if not skips_held_rows() or not item_ids:
         return None
     i = shape(Item, "i")
-    # The inner SELECT locks the row only if nobody holds it and it has room; nothing can
-    # change it between there and the UPDATE, which therefore always takes the place.
+    # The inner SELECT locks the first row nobody holds that has room (by its place in the list);
+    # nothing can change it between there and the UPDATE, which therefore always takes the place.
     found = fetch(
         f"UPDATE {table(Item)} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("  # noqa: S608 - fixed text
-        f"SELECT id FROM {table(Item)} WHERE id = %s AND places_taken < %s FOR UPDATE SKIP LOCKED)"
-        f" RETURNING {i.select}",
-        [item_id, quota],
+        f"SELECT id FROM {table(Item)} WHERE id = ANY(%s::bigint[]) AND places_taken < %s"
+        f" ORDER BY array_position(%s::bigint[], id) LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {i.select}",
+        [item_ids, quota, item_ids],
         i,
     )
     return None if found is None else found[0]
+
+
+def with_free_place(item_ids: list[int], quota: int) -> set[int]:
+    """Which of these items have room as far as committed work says (nothing locked, nothing waited for).
+
+    Asked after ``take_free_place`` took none of them: those that still show room
+    are held by a transaction still at work, which may end without filling them.
+    """
+    if not item_ids:
+        return set()
+    return set(Item.objects.filter(pk__in=item_ids, places_taken__lt=quota).values_list("pk", flat=True))
 
 
 def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, int]]:
