@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import zipfile
 from datetime import timedelta
 
 import pandas as pd
@@ -45,6 +46,12 @@ def everything_exported(study, tmp_path) -> str:
         write_export(study, export_format.name, path)
         if export_format.extension.endswith("parquet"):
             parts.append(pd.read_parquet(path).to_csv())
+        elif export_format.extension.endswith("zip"):  # the release bundle: every file in it
+            with zipfile.ZipFile(path) as bundle:
+                for name in bundle.namelist():
+                    data = bundle.read(name)
+                    is_parquet = name.endswith(".parquet")
+                    parts.append(pd.read_parquet(io.BytesIO(data)).to_csv() if is_parquet else data.decode("utf-8"))
         elif export_format.extension.endswith("xlsx"):
             book = load_workbook(path, read_only=True)
             parts.append(" ".join(str(c) for ws in book for row in ws.iter_rows(values_only=True) for c in row))

@@ -64,6 +64,13 @@ def test_the_bundle_holds_data_card_figures_provenance_and_script(released):
     assert {name.split("/", 1)[0] for name in names} == {f"{study.slug}-data"}
 
 
+def test_no_file_of_the_bundle_holds_a_participants_own_id(released):
+    study, folder, _ = released
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert f"{study.slug}-ann".encode() not in path.read_bytes(), path.name
+
+
 def test_the_script_recomputes_the_stated_figures_from_the_data_alone(released):
     _, folder, _ = released
     stated = json.loads((folder / "figures.json").read_text())

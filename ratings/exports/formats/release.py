@@ -19,5 +19,6 @@ register_format(
         binary=True,
         position=60,
         whole_study_only=True,
+        holds_rater_ids=False,
     )
 )
