@@ -140,6 +140,7 @@ class StudySettingsForm(_SettingsFields, forms.ModelForm):
         # Left out of a form posted before the setting existed: keep what the study has.
         self.fields["recruitment"].required = False
         self.fields["min_answers"].required = False
+        self.fields["qualification_mode"].required = False
 
     def task_type_name(self) -> str:
         return self.instance.task_type
@@ -149,6 +150,9 @@ class StudySettingsForm(_SettingsFields, forms.ModelForm):
 
     def clean_recruitment(self) -> str:
         return self.cleaned_data.get("recruitment") or self.instance.recruitment
+
+    def clean_qualification_mode(self) -> str:
+        return self.cleaned_data.get("qualification_mode") or self.instance.qualification_mode
 
     def clean_min_answers(self) -> int:
         answers = self.cleaned_data.get("min_answers")
