@@ -24,6 +24,7 @@ from annotation.task_types import Level, get_task_type
 
 from .cached import Progress, ReportUnavailable
 from .protocols import NoProtocolReport, protocol_report, report_stored
+from .rater_groups import rater_groups, small_group_raters
 from .reports import (
     AnalysisError,
     best_worst_report,
@@ -165,8 +166,51 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
     return report
 
 
+def by_rater_group(*, study: Study, group: str, raters: list[int], key: str, nominal: bool) -> dict[str, Any]:
+    """Krippendorff's α of each group of raters split by their answer to question ``key`` (``rater_groups``).
+
+    The group's raters are those of the page's rater group; each part's α is
+    computed from its own raters' judgments exactly as the whole group's is.
+    """
+    try:
+        groups = rater_groups(study=study, key=key, within=set(raters))
+    except ValueError as exc:
+        return {"key": key, "error": str(exc), "rows": []}
+    small = small_group_raters()
+    rows = []
+    for part in groups:
+        figures = json_ready(study_agreement(study=study, group=group, rater_ids=part.rater_ids))
+        alpha = (figures["agreement"] or {}).get("krippendorff_alpha") or {}
+        rows.append(
+            {
+                "value": part.value,
+                "label": part.label,
+                "n_raters": len(part.rater_ids),
+                "n_judgments": figures["n_judgments"],
+                "small": len(part.rater_ids) < small,
+                "alpha": alpha.get("nominal" if nominal else "ordinal"),
+                "warnings": figures["warnings"],
+            }
+        )
+    answered = sum(len(p.rater_ids) for p in groups)
+    return {
+        "key": key,
+        "level": "nominal" if nominal else "ordinal",
+        "rows": rows,
+        "small_below": small,
+        "unanswered": len(raters) - answered,
+    }
+
+
 def analysis_result(
-    *, study: Study, group: str, rater_ids: list[int] | None, k: int, tie: str, progress: Progress | None = None
+    *,
+    study: Study,
+    group: str,
+    rater_ids: list[int] | None,
+    k: int,
+    tie: str,
+    by_question: str = "",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Every figure of the analysis page for one rater group, as plain JSON values (the stored report)."""
     progress = progress or (lambda fraction, message: None)
@@ -210,6 +254,15 @@ def analysis_result(
     if task_type.level == Level.PAIRWISE:
         progress(0.75, "Bradley–Terry leaderboard")
         result["leaderboard"] = _leaderboard(study, group, rater_ids)
+    if by_question:
+        progress(0.85, "agreement by rater group")
+        result["by_group"] = by_rater_group(
+            study=study,
+            group=group,
+            raters=[r.id for r in data.raters],
+            key=by_question,
+            nominal=bool(data.scale.nominal),
+        )
     return to_plain(result)
 
 
@@ -221,6 +274,7 @@ def analysis_compute(study: Study, params: dict[str, Any], progress: Progress) -
         rater_ids=params["rater_ids"],
         k=params["k"],
         tie=params["tie"],
+        by_question=params.get("by_question", ""),
         progress=progress,
     )
 
