@@ -275,11 +275,17 @@ def rater_steps_problems(data: Any) -> dict[str, list[str]]:
     return {k: v for k, v in problems.items() if v}
 
 
-def rater_steps_save(*, study: Study, data: dict[str, Any]) -> None:
-    """Replace the study's qualification, practice and questionnaire, all or nothing (ValidationError by section)."""
+def rater_steps_save(*, study: Study, data: dict[str, Any], actor: AbstractBaseUser | None = None) -> None:
+    """Replace the study's qualification, practice and questionnaire, all or nothing (ValidationError by section).
+
+    The change log records the sections before and after.
+    """
+    from .audit import audit_record
+
     if problems := rater_steps_problems(data):
         raise ValidationError(problems)
     found: dict[str, list[str]] = {}
+    before = rater_steps_dump(study)
     with transaction.atomic():
         for key, setter in (
             ("qualification", lambda v: qualification_for_study(study=study, value=v)),
@@ -292,6 +298,10 @@ def rater_steps_save(*, study: Study, data: dict[str, Any]) -> None:
                 found[key] = exc.messages
         if found:
             transaction.set_rollback(True)
+        elif (after := rater_steps_dump(study)) != before:
+            audit_record(
+                study=study, action="updated", actor=actor, changes={"rater_steps": [before or None, after or None]}
+            )
     if found:
         raise ValidationError(found)
 

@@ -298,3 +298,15 @@ class ProgressOutput(serializers.Serializer):
 
 class ErrorsOutput(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField())
+
+
+class RaterStepsInput(serializers.Serializer):
+    """A study's qualification, practice and questionnaire: the study file's sections of those names."""
+
+    qualification = serializers.JSONField(required=False, allow_null=True, help_text="name, min_correct, items")
+    practice = serializers.JSONField(required=False, allow_null=True, help_text="items with gold and explanation")
+    questionnaire = serializers.JSONField(required=False, allow_null=True, help_text="before and after questions")
+
+
+class RaterStepsOutput(RaterStepsInput):
+    allowlist_url = serializers.CharField(allow_null=True, help_text="The CSV of participant ids who passed.")

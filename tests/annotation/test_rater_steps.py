@@ -202,3 +202,35 @@ def study_questions_from(entry):
     from annotation.models import Study
 
     return study_questions(Study(questionnaire={"before": [entry]}))
+
+
+class TestResearcherSide:
+    def test_the_page_saves_the_sections_and_names_a_bad_one(self, client, researcher, make_study):
+        study = make_study(n_items=1)
+        client.force_login(researcher)
+        page = f"/studies/{study.pk}/raters/"
+        bad = client.post(page, {"steps": "practice:\n  - {text: Joke, gold: 7}\n"})
+        assert bad.status_code == 400 and "practice[1]" in bad.content.decode()
+        study.refresh_from_db()
+        assert study.practice == []
+        assert client.post(page, {"add": "demographics"}).status_code == 302
+        study.refresh_from_db()
+        assert study.questionnaire == {"before": ["demographics"]}
+        assert study.audit_entries.filter(changes__has_key="rater_steps").exists()
+
+    def test_the_api_sets_the_steps_and_serves_the_allowlist(self, csrf_client, researcher, make_study):
+        from rest_framework.test import APIClient
+
+        study = make_study(n_items=1)
+        api = APIClient()
+        api.force_authenticate(researcher)
+        base = f"/api/v1/studies/{study.pk}/"
+        refused = api.put(base + "rater-steps/", {"questionnaire": {"before": [{"key": "x"}]}}, format="json")
+        assert refused.status_code == 400 and "questionnaire" in refused.json()["errors"][0]
+        assert api.get(base + "qualification/allowlist/").status_code == 404
+        saved = api.put(base + "rater-steps/", {"qualification": STEPS["qualification"]}, format="json")
+        assert saved.status_code == 200 and saved.json()["qualification"]["min_correct"] == 2
+        start(csrf_client, study, "f" * 24)
+        take_step(csrf_client, study, "qualification", ["3", "0", "1"])
+        allowlist = api.get(saved.json()["allowlist_url"])
+        assert allowlist.status_code == 200 and allowlist.content.decode() == f"participant_id\n{'f' * 24}\n"
