@@ -313,12 +313,24 @@ def register_sections() -> None:
     def dump(key: str):
         return lambda study: rater_steps_dump(study).get(key)
 
+    items = {"type": "array", "maxItems": MAX_STEP_ITEMS, "items": {"type": "object"}}
     register_section(
         StudyFileSection(
             key="qualification",
             check=lambda value: qualification_problems(value) if value else [],
             load=lambda *, owner, value, study: qualification_for_study(study=study, value=value),
             dump=dump("qualification"),
+            schema={
+                "type": ["object", "null"],
+                "description": "A test before the task: items with gold answers and a pass rule (docs/raters.md).",
+                "required": ["name"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "min_correct": {"type": "integer", "minimum": 1},
+                    "items": items,
+                },
+            },
         )
     )
     register_section(
@@ -327,6 +339,7 @@ def register_sections() -> None:
             check=lambda value: [] if isinstance(value, list) else ["practice: must be a list of items."],
             load=lambda *, owner, value, study: practice_set(study=study, value=value),
             dump=dump("practice"),
+            schema={**items, "description": "Practice items with gold and an explanation (docs/raters.md)."},
         )
     )
     register_section(
@@ -335,6 +348,12 @@ def register_sections() -> None:
             check=questionnaire_problems,
             load=lambda *, owner, value, study: questionnaire_set(study=study, value=value),
             dump=dump("questionnaire"),
+            schema={
+                "type": ["object", "null"],
+                "description": "Questions before and after the items; 'demographics' for the ready set (docs/raters.md).",
+                "additionalProperties": False,
+                "properties": {phase: {"type": "array"} for phase in PHASES},
+            },
         )
     )
 

@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.db import transaction
 from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -313,7 +314,11 @@ class StudyRaterStepsApi(ResearcherApi):
         data["allowlist_url"] = request.build_absolute_uri(url) if url else None
         return data
 
-    @extend_schema(operation_id="studies_rater_steps", summary="The qualification, practice and questionnaires")
+    @extend_schema(
+        operation_id="studies_rater_steps",
+        summary="The qualification, practice and questionnaires",
+        responses={200: s.RaterStepsOutput},
+    )
     def get(self, request: Request, pk: int) -> Response:
         return Response(s.RaterStepsOutput(self._output(request, self.study(pk))).data)
 
@@ -343,7 +348,11 @@ class QualificationAllowlistApi(ResearcherApi):
     @extend_schema(
         operation_id="studies_qualification_allowlist",
         summary="Participant ids who passed the study's qualification (CSV, for a Prolific allowlist)",
-        responses={(200, "text/csv"): OpenApiResponse(description="participant_id, one a line")},
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="A participant_id header, then one id a line."
+            )
+        },
     )
     def get(self, request: Request, pk: int) -> HttpResponse:
         study = self.study(pk)
