@@ -11,6 +11,7 @@ from django.core.cache import cache
 from annotation.models import Judgment, QualificationResult, QuestionAnswer
 from annotation.rater_steps import rater_steps_save
 from tests.annotation.test_rater_steps import STEPS
+from tests.browser.test_accessibility import axe_problems
 from tests.browser.test_outcomes_browser import answer_until_done, enter
 from tests.conftest import build_study
 
@@ -50,12 +51,14 @@ def test_a_worker_who_fails_the_test_gets_the_screen_out_code(live_server, brows
     begin(page, live_server, study, "failing-worker")
     page.wait_for_url("**/qualification/")
     assert "Test item 1 of 3" in page.locator("main").inner_text()
+    problems = axe_problems(page, "qualification")
     for rating in ("0", "3", "3"):
         rate(page, rating, step="qualification")
     page.wait_for_url("**/done/")
     text = page.locator("main").inner_text()
     assert "SCREEN-9" in text and "DONE-1" not in page.content()
     assert page.locator("[data-outcome=screened_out]").count() == 1
+    assert [*problems, *axe_problems(page, "screened out")] == []
     # Typing the item address does not get round the screen-out.
     page.goto(f"{live_server.url}/s/{study.entry_token}/item/")
     page.wait_for_url("**/done/")
@@ -73,10 +76,12 @@ def test_a_worker_who_passes_practises_answers_the_demographics_and_the_task(liv
     feedback.wait_for()
     assert "Mildly funny: the twist is expected." in feedback.inner_text()
     assert page.locator(".expected-answer").inner_text().strip()
+    problems = axe_problems(page, "practice feedback")
     page.get_by_role("link", name="Continue").click()
     page.wait_for_url("**/questions/")
     page.get_by_role("button", name="Continue").click()  # nothing answered: each question says so
     assert page.locator("#error-age_band").is_visible()
+    problems += axe_problems(page, "questions with errors")
     page.get_by_label("25-34").check()
     page.get_by_label("Non-binary").check()
     page.locator("input[name=country]").fill("New Zealand")
@@ -89,3 +94,4 @@ def test_a_worker_who_passes_practises_answers_the_demographics_and_the_task(liv
     answers = dict(QuestionAnswer.objects.values_list("key", "value"))
     assert answers["age_band"] == "25-34" and answers["first_language"] == "Māori"
     assert Judgment.objects.filter(study=study).count() == 2
+    assert problems == []
