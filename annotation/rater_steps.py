@@ -385,6 +385,9 @@ DEMOGRAPHICS = "demographics"
 #: Characters of a short text answer.
 TEXT_ANSWER_CHARS = 500
 _KEY = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+#: Questions a study may ask in all, and options a choice may offer: a page of questions, not a survey platform.
+MAX_QUESTIONS = 100
+MAX_OPTIONS = 50
 
 
 @dataclass(frozen=True)
@@ -500,6 +503,8 @@ def _question_from(entry: Any, *, phase: str, where: str, problems: list[str]) -
             return None
         if len(set(raw)) != len(raw):
             problems.append(f"{where}.options: an option is written twice.")
+        if len(raw) > MAX_OPTIONS or any(unstorable(o) or len(o) > 200 for o in raw):
+            problems.append(f"{where}.options: at most {MAX_OPTIONS} options of up to 200 storable characters each.")
         options = tuple((o, o) for o in raw)
     low, high = entry.get("min"), entry.get("max")
     if kind == "scale":
@@ -543,6 +548,9 @@ def _questions(value: Any, problems: list[str]) -> list[Question]:
         if not isinstance(entries, list):
             problems.append(f"questionnaire.{phase}: must be a list of questions.")
             continue
+        if len(entries) > MAX_QUESTIONS:
+            problems.append(f"questionnaire.{phase}: at most {MAX_QUESTIONS} questions, not {len(entries)}.")
+            continue
         for n, entry in enumerate(entries, start=1):
             if entry == DEMOGRAPHICS:
                 questions.extend(demographic_questions(phase))
@@ -550,6 +558,8 @@ def _questions(value: Any, problems: list[str]) -> list[Question]:
                 question := _question_from(entry, phase=phase, where=f"questionnaire.{phase}[{n}]", problems=problems)
             ) is not None:
                 questions.append(question)
+    if len(questions) > MAX_QUESTIONS:
+        problems.append(f"questionnaire: at most {MAX_QUESTIONS} questions, not {len(questions)}.")
     seen: set[str] = set()
     for question in questions:
         if question.key in seen:
