@@ -12,7 +12,11 @@ from .models import (
     Item,
     ItemImport,
     Judgment,
+    Qualification,
+    QualificationResult,
+    QuestionAnswer,
     Rater,
+    StepAnswer,
     Study,
 )
 from .study_changes import study_inputs_changed
@@ -33,8 +37,37 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("state", "task_type", "item_order", "attention_check_policy")
     search_fields = ("name", "slug", "protocol", "owner__username")
     readonly_fields = ("entry_token", "seed", "created_at", "updated_at")
-    raw_id_fields = ("owner",)
+    raw_id_fields = ("owner", "qualification")
     list_select_related = ("owner",)
+
+
+@admin.register(Qualification)
+class QualificationAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "task_type", "min_correct", "created_at")
+    search_fields = ("name", "owner__username")
+    raw_id_fields = ("owner",)
+
+
+@admin.register(QualificationResult)
+class QualificationResultAdmin(admin.ModelAdmin):
+    list_display = ("qualification", "rater", "correct", "total", "passed", "created_at")
+    list_filter = ("passed",)
+    search_fields = ("rater__external_id", "qualification__name")
+    raw_id_fields = ("qualification", "rater", "study")
+
+
+@admin.register(StepAnswer)
+class StepAnswerAdmin(admin.ModelAdmin):
+    list_display = ("enrollment", "step", "index", "correct", "created_at")
+    list_filter = ("step", "correct")
+    raw_id_fields = ("enrollment",)
+
+
+@admin.register(QuestionAnswer)
+class QuestionAnswerAdmin(admin.ModelAdmin):
+    list_display = ("enrollment", "key", "value", "created_at")
+    search_fields = ("key", "enrollment__rater__external_id")
+    raw_id_fields = ("enrollment",)
 
 
 @admin.register(Item)

@@ -9,7 +9,7 @@ class AnnotationConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_in, user_login_failed
         from django.core import checks
 
-        from . import study_changes
+        from . import rater_steps, study_changes
         from .logins import on_logged_in, on_login_failed
         from .ratelimit import shared_cache_check
 
@@ -20,3 +20,5 @@ class AnnotationConfig(AppConfig):
         user_logged_in.connect(on_logged_in, dispatch_uid="funnybone-logged-in")
         # Edits in place count toward the study's inputs revision, which stored reports compare.
         study_changes.connect()
+        # A study's qualification, practice and questionnaire are sections of its study file.
+        rater_steps.register_sections()

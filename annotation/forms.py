@@ -24,6 +24,7 @@ KEPT_WHEN_LEFT_OUT = (
     "allocation_delta",
     "allocation_target_width",
     "allocation_passive_share",
+    "qualification_mode",
 )
 
 

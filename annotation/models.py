@@ -109,6 +109,30 @@ class Study(models.Model):
     )
     declined_redirect_url = models.URLField(blank=True, default="", db_default="")
     declined_message = models.TextField(blank=True, default="", db_default="")
+    screened_out_code = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="For a worker who did not pass the qualification test (Prolific's screen-out code).",
+    )
+    screened_out_redirect_url = models.URLField(blank=True, default="", db_default="")
+    screened_out_message = models.TextField(blank=True, default="", db_default="")
+    # What a rater goes through before and after the items (annotation.rater_steps): a qualification
+    # test (its own model, shared by the owner's studies), practice items with feedback, questionnaires.
+    qualification = models.ForeignKey(
+        "Qualification", null=True, blank=True, on_delete=models.PROTECT, related_name="studies"
+    )
+    qualification_mode = models.CharField(
+        max_length=12,
+        choices=[("test", "Take the test here"), ("passed_only", "Admit only those who passed it before")],
+        default="test",
+        db_default="test",
+    )
+    practice = models.JSONField(default=list, db_default=[], blank=True, help_text="Practice items with feedback.")
+    questionnaire = models.JSONField(
+        default=dict, db_default={}, blank=True, help_text="Questions asked before and after the items."
+    )
     recruitment = models.CharField(
         max_length=10, choices=Recruitment, default=Recruitment.OTHER, db_default=Recruitment.OTHER
     )
@@ -305,6 +329,14 @@ class Enrollment(models.Model):
     # how many positions it covers, fixed when it starts, and how many are behind the rater.
     walk_span = models.PositiveIntegerField(default=0, db_default=0, editable=False)
     walked = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    # The steps around the items (annotation.rater_steps): each set when the rater is through it.
+    qualified_at = models.DateTimeField(null=True, blank=True)
+    screened_out_at = models.DateTimeField(
+        null=True, blank=True, help_text="Failed or not admitted by a qualification."
+    )
+    practised_at = models.DateTimeField(null=True, blank=True)
+    questions_before_at = models.DateTimeField(null=True, blank=True)
+    questions_after_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -312,6 +344,82 @@ class Enrollment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} in {self.study}"
+
+
+class Qualification(models.Model):
+    """A short test with known answers and a pass rule, shared by the owner's studies of one task type.
+
+    ``items`` holds the test's items in the study-file item shape (``prompt``, ``text``, ``candidates``,
+    ``gold``); they are never items of a study, so no count, quota or report can read them.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualifications")
+    name = models.CharField(max_length=200)
+    task_type = models.CharField(max_length=40)
+    config = models.JSONField(default=dict, blank=True)
+    items = models.JSONField(default=list)
+    min_correct = models.PositiveIntegerField(help_text="Correct answers needed to pass.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="qualification_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class QualificationResult(models.Model):
+    """How one participant (a rater identity, such as a Prolific id) did on a qualification: kept across studies."""
+
+    qualification = models.ForeignKey(Qualification, on_delete=models.CASCADE, related_name="results")
+    rater = models.ForeignKey(Rater, on_delete=models.CASCADE, related_name="qualification_results")
+    study = models.ForeignKey(Study, null=True, on_delete=models.SET_NULL, related_name="+")
+    correct = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    passed = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["qualification", "rater"], name="qualification_result_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.rater} {'passed' if self.passed else 'failed'} {self.qualification}"
+
+
+class StepAnswer(models.Model):
+    """An answer to a qualification or practice item: kept apart from judgments, so never counted."""
+
+    class Step(models.TextChoices):
+        QUALIFICATION = "qualification", "Qualification"
+        PRACTICE = "practice", "Practice"
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.CASCADE, related_name="step_answers")
+    step = models.CharField(max_length=16, choices=Step)
+    index = models.PositiveIntegerField()
+    value = models.JSONField(null=True)
+    correct = models.BooleanField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["enrollment", "step", "index"], name="step_answer_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.step} {self.index}: {self.value}"
+
+
+class QuestionAnswer(models.Model):
+    """One answer to a questionnaire question of the study, per enrollment."""
+
+    enrollment = models.ForeignKey(Enrollment, on_delete=models.CASCADE, related_name="question_answers")
+    key = models.CharField(max_length=64)
+    value = models.JSONField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["enrollment", "key"], name="question_answer_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value}"
 
 
 class Invitation(models.Model):

@@ -134,7 +134,37 @@ DECLINED = SessionOutcome(
     fields="declined",
 )
 
-SESSION_OUTCOMES: dict[str, SessionOutcome] = {o.code: o for o in (COMPLETED, FAILED_CHECKS, CLOSED, NO_WORK, DECLINED)}
+SCREENED_OUT = SessionOutcome(
+    code="screened_out",
+    title=_("Session ended"),
+    heading=_("Thank you for taking the test"),
+    message=_(
+        "This study needs a certain score on its short test, and your answers did not reach it, so there are "
+        "no items for you. Your answers to the test are not used as data."
+    ),
+    note=_("Please return the study on the site you came from; you can close this page now."),
+    fields="screened_out",
+    researcher_label="screened out by the qualification test",
+    expert_note=_("You can close this page now. If you believe this is a mistake, please contact the researcher."),
+)
+# Not admitted at entry: the study is open only to those who passed a qualification in an earlier study.
+NOT_ADMITTED = SessionOutcome(
+    code="not_admitted",
+    title=_("Not available"),
+    heading=_("This study is not available to you"),
+    message=_(
+        "This study is open only to participants who passed a qualification test in an earlier study, "
+        "and we have no pass recorded for you. Nothing more will be asked of you."
+    ),
+    note=_("Please return the study on the site you came from; you can close this page now."),
+    fields="screened_out",
+    researcher_label="not admitted: no pass of the study's qualification",
+    expert_note=_("If you believe this is a mistake, please contact the researcher who invited you."),
+)
+
+SESSION_OUTCOMES: dict[str, SessionOutcome] = {
+    o.code: o for o in (COMPLETED, FAILED_CHECKS, CLOSED, NO_WORK, DECLINED, SCREENED_OUT, NOT_ADMITTED)
+}
 
 
 def answered_enough(*, min_answers: int, answers: int, regular_answers: int) -> bool:
@@ -149,11 +179,14 @@ def answered_enough(*, min_answers: int, answers: int, regular_answers: int) -> 
 def session_outcome(*, enrollment: Enrollment, done_enough: Callable[[], bool]) -> SessionOutcome:
     """How this finished enrollment's session ended.
 
-    Ended early by the attention-check policy; still open when the study closed
+    Screened out by a qualification; ended early by the attention-check policy; still open when the study closed
     under it; done with the answers the study asks for; or finished without
     them, because nothing was left for this rater. ``done_enough`` is asked
     only of a completed enrollment (it may cost a query).
     """
+    if enrollment.screened_out_at is not None:
+        # Screened out before the task (annotation.rater_steps): by the test here, or at entry.
+        return NOT_ADMITTED if enrollment.study.qualification_mode == "passed_only" else SCREENED_OUT
     if enrollment.ended_early:
         return FAILED_CHECKS
     if enrollment.completed_at is None:

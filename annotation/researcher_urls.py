@@ -21,4 +21,6 @@ urlpatterns = [
     path("<int:pk>/progress/", researcher.progress, name="progress"),
     path("<int:pk>/invitations/", researcher.invitation_new, name="invitation_new"),
     path("<int:pk>/study-file/", researcher.study_download, name="study_download"),
+    path("<int:pk>/raters/", researcher.rater_steps_page, name="rater_steps"),
+    path("<int:pk>/raters/allowlist.csv", researcher.qualification_allowlist, name="qualification_allowlist"),
 ]

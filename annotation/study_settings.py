@@ -283,6 +283,27 @@ SETTINGS: tuple[StudySetting, ...] = (
     StudySetting("declined_code", "text", "Code for a worker who declined consent; empty for none."),
     StudySetting("declined_redirect_url", "url", "Where a worker who declined consent is sent; empty for none."),
     StudySetting("declined_message", "text", "Shown to a worker who declined consent.", multiline=True),
+    StudySetting(
+        "screened_out_code",
+        "text",
+        "Code for a worker who did not pass the qualification test (Prolific's screen-out code); empty for none.",
+    ),
+    StudySetting(
+        "screened_out_redirect_url",
+        "url",
+        "Where a worker who did not pass the qualification test is sent; empty for none.",
+    ),
+    StudySetting(
+        "screened_out_message",
+        "text",
+        "Shown to a worker who did not pass the qualification test.",
+        multiline=True,
+    ),
+    StudySetting(
+        "qualification_mode",
+        "choice",
+        "With a qualification: give its test in this study, or admit only those who passed it before.",
+    ),
 )
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 # The names in the order forms, the API and study files show them.

@@ -28,6 +28,12 @@ urlpatterns = [
     path("studies/<int:pk>/open/", study_ops.StudyOpenApi.as_view(), name="study_open"),
     path("studies/<int:pk>/close/", study_ops.StudyCloseApi.as_view(), name="study_close"),
     path("studies/<int:pk>/progress/", study_ops.StudyProgressApi.as_view(), name="study_progress"),
+    path("studies/<int:pk>/rater-steps/", study_ops.StudyRaterStepsApi.as_view(), name="study_rater_steps"),
+    path(
+        "studies/<int:pk>/qualification/allowlist/",
+        study_ops.QualificationAllowlistApi.as_view(),
+        name="study_allowlist",
+    ),
     path("studies/<int:pk>/items/", study_ops.ItemListApi.as_view(), name="item_list"),
     path("studies/<int:pk>/imports/", studies.ImportsApi.as_view(), name="import_list"),
     path("studies/<int:pk>/imports/<int:import_pk>/", study_ops.ItemImportDetailApi.as_view(), name="import_detail"),

@@ -186,6 +186,8 @@ FUNNYBONE_REPORT_INLINE_JUDGMENTS = env_int("FUNNYBONE_REPORT_INLINE_JUDGMENTS",
 # The analysis report builds a study's whole items × raters matrix (float64) up to this many cells
 # (25 million: 200 MB); above, its agreement reads only the items with two ratings or more.
 FUNNYBONE_DENSE_MATRIX_CELLS = env_int("FUNNYBONE_DENSE_MATRIX_CELLS", 25_000_000)
+# The by-rater-group breakdowns flag groups of fewer raters than this as small (ratings.rater_groups).
+FUNNYBONE_SMALL_GROUP_RATERS = env_int("FUNNYBONE_SMALL_GROUP_RATERS", 5)
 FUNNYBONE_IMPORT_MAX_BYTES = env_int("FUNNYBONE_IMPORT_MAX_BYTES", 50 * 1024 * 1024)
 # Item and protocol files up to this size are imported while the researcher waits; bigger ones by a worker.
 FUNNYBONE_IMPORT_INLINE_MAX_BYTES = env_int("FUNNYBONE_IMPORT_INLINE_MAX_BYTES", 1024 * 1024)

@@ -26,8 +26,10 @@ from annotation.task_types import Level, get_task_type
 
 from .cached import Progress, ReportUnavailable
 from .protocols import NoProtocolReport, protocol_report, report_stored
+from .rater_groups import rater_groups, small_group_raters
 from .reports import (
     AnalysisError,
+    alpha_figures,
     best_worst_report,
     json_ready,
     pairwise_report,
@@ -167,8 +169,70 @@ def _leaderboard(study: Study, group: str, rater_ids: list[int] | None) -> dict[
     return report
 
 
+def by_rater_group(*, study: Study, group: str, data: StudyMatrix, key: str) -> dict[str, Any]:
+    """Krippendorff's α of each group of raters split by their answer to question ``key`` (``rater_groups``).
+
+    The groups hold the raters of the page's rater group (``data``); each part's
+    α is computed on its own raters' columns of the group's matrix, as the whole
+    group's is, or (a matrix too large to hold whole) from its own judgments.
+    """
+    nominal = bool(data.scale.nominal)
+    try:
+        groups = rater_groups(study=study, key=key, within={r.id for r in data.raters})
+    except ValueError as exc:
+        return {"key": key, "error": str(exc), "rows": []}
+    small = small_group_raters()
+    columns = {r.id: n for n, r in enumerate(data.raters)}
+    rows = []
+    for part in groups:
+        warnings: list[str] = []
+        if data.whole:
+            sub = data.values[:, [columns[pk] for pk in part.rater_ids]]
+            n_judgments = int((~np.isnan(sub)).sum())
+            alpha = (
+                alpha_figures(
+                    sub, np.sort(np.asarray(data.scale.codes, dtype=float)), nominal=nominal, warnings=warnings
+                )
+                if sub.shape[1] >= 2
+                else {}
+            )
+            if sub.shape[1] < 2:
+                warnings.append("agreement needs ratings from at least two raters")
+        else:
+            figures = json_ready(study_agreement(study=study, group=group, rater_ids=part.rater_ids))
+            alpha = (figures["agreement"] or {}).get("krippendorff_alpha") or {}
+            n_judgments, warnings = figures["n_judgments"], figures["warnings"]
+        value = alpha.get("nominal" if nominal else "ordinal")
+        rows.append(
+            {
+                "value": part.value,
+                "label": part.label,
+                "n_raters": len(part.rater_ids),
+                "n_judgments": n_judgments,
+                "small": len(part.rater_ids) < small,
+                "alpha": None if value is None or np.isnan(value) else float(value),
+                "warnings": warnings,
+            }
+        )
+    answered = sum(len(p.rater_ids) for p in groups)
+    return {
+        "key": key,
+        "level": "nominal" if nominal else "ordinal",
+        "rows": rows,
+        "small_below": small,
+        "unanswered": len(data.raters) - answered,
+    }
+
+
 def analysis_result(
-    *, study: Study, group: str, rater_ids: list[int] | None, k: int, tie: str, progress: Progress | None = None
+    *,
+    study: Study,
+    group: str,
+    rater_ids: list[int] | None,
+    k: int,
+    tie: str,
+    by_question: str = "",
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Every figure of the analysis page for one rater group, as plain JSON values (the stored report)."""
     progress = progress or (lambda fraction, message: None)
@@ -214,6 +278,9 @@ def analysis_result(
         result["leaderboard"] = _leaderboard(study, group, rater_ids)
     if (allocation := allocation_report(study)) is not None:
         result["allocation"] = allocation
+    if by_question:
+        progress(0.85, "agreement by rater group")
+        result["by_group"] = by_rater_group(study=study, group=group, data=data, key=by_question)
     return to_plain(result)
 
 
@@ -250,6 +317,7 @@ def analysis_compute(study: Study, params: dict[str, Any], progress: Progress) -
         rater_ids=params["rater_ids"],
         k=params["k"],
         tie=params["tie"],
+        by_question=params.get("by_question", ""),
         progress=progress,
     )
 

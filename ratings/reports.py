@@ -79,6 +79,18 @@ def _bootstrap_interval(value: float, low: float, high: float, p_value: float | 
 # -- agreement on a rating matrix -------------------------------------------------------
 
 
+def alpha_figures(arr: np.ndarray, cats: np.ndarray, *, nominal: bool, warnings: list[str]) -> dict[str, Any]:
+    """Krippendorff's α at every level of an items × raters matrix (only nominal for nominal codes)."""
+    try:
+        alpha = krippendorff_alpha_all_levels(arr, value_domain=cats)
+    except ValueError as exc:
+        warnings.append(f"Krippendorff's alpha: {exc}")
+        alpha = dict.fromkeys(LEVELS, math.nan)
+    if nominal:
+        alpha = {level: (alpha[level] if level == "nominal" else None) for level in LEVELS}
+    return alpha
+
+
 def rating_report(
     values: np.ndarray,
     *,
@@ -109,14 +121,7 @@ def rating_report(
         "n_ratings": int((~np.isnan(arr)).sum()) + left_out,
     }
 
-    try:
-        alpha = krippendorff_alpha_all_levels(arr, value_domain=cats)
-    except ValueError as exc:
-        warnings.append(f"Krippendorff's alpha: {exc}")
-        alpha = dict.fromkeys(LEVELS, math.nan)
-    if nominal:
-        alpha = {level: (alpha[level] if level == "nominal" else None) for level in LEVELS}
-    report["krippendorff_alpha"] = alpha
+    report["krippendorff_alpha"] = alpha_figures(arr, cats, nominal=nominal, warnings=warnings)
 
     if nominal:
         report["icc"] = dict.fromkeys(FORMS)

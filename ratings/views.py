@@ -27,6 +27,7 @@ from annotation.task_types import get_task_type
 from .analysis import ITEM_ROWS, RATER_ROWS, TIE_RULES
 from .cached import report_show
 from .models import StudyReport
+from .rater_groups import groupable_questions
 from .selectors import GROUPS, study_raters
 
 
@@ -35,10 +36,14 @@ class AnalysisForm(forms.Form):
     rater = forms.TypedMultipleChoiceField(coerce=int, required=False, label="Only these raters")
     k = forms.IntegerField(min_value=2, max_value=50, required=False, label="Raters to select")
     tie = forms.ChoiceField(choices=list(TIE_RULES.items()), required=False, label="Majority tie rule")
+    by = forms.ChoiceField(required=False, label="Agreement by rater group of")
 
-    def __init__(self, *args: Any, raters: list[tuple[int, str]], **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, raters: list[tuple[int, str]], questions: list[tuple[str, str]], **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["rater"].choices = raters
+        self.fields["by"].choices = [("", "(no breakdown)"), *questions]
 
     def value(self, name: str, default: Any) -> Any:
         if self.is_valid() and self.cleaned_data.get(name) not in (None, "", []):
@@ -58,12 +63,15 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
     study = owned_study_or_404(request, slug=slug)
     task_type = get_task_type(study.task_type)
     raters = [(r.id, f"{r.label} ({r.kind})") for r in study_raters(study=study)]
-    form = AnalysisForm(request.GET or None, raters=raters)
+    questions = [(q.key, f"{q.key}: {q.text}") for q in groupable_questions(study)]
+    form = AnalysisForm(request.GET or None, raters=raters, questions=questions)
     group = form.value("group", "humans")
     rater_ids = form.value("rater", None)
     k = form.value("k", 3)
     tie = form.value("tie", "higher")
     params = {"group": group, "rater_ids": sorted(rater_ids) if rater_ids else None, "k": k, "tie": tie}
+    if by_question := form.value("by", ""):
+        params["by_question"] = by_question
     shown = report_show(study=study, kind=StudyReport.Kind.ANALYSIS, params=params, inline=not request.GET.get("poll"))
     context: dict[str, Any] = {
         "study": study,
@@ -75,6 +83,7 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
         "rater_rows": RATER_ROWS,
         "item_rows": ITEM_ROWS,
         "show_rater_picker": 0 < len(raters) <= RATER_ROWS,
+        "has_questions": bool(questions),
         "shown": shown,
         "poll_url": _poll_url(request),
         **(shown.result or {}),

@@ -325,3 +325,15 @@ class ProgressOutput(serializers.Serializer):
     raters_next = serializers.CharField(allow_null=True, help_text="The next page of raters, if any.")
     items = ItemProgressOutput(many=True, help_text="One page of items, least judged first (limit, offset).")
     items_next = serializers.CharField(allow_null=True, help_text="The next page of items, if any.")
+
+
+class RaterStepsInput(serializers.Serializer):
+    """A study's qualification, practice and questionnaire: the study file's sections of those names."""
+
+    qualification = serializers.JSONField(required=False, allow_null=True, help_text="name, min_correct, items")
+    practice = serializers.JSONField(required=False, allow_null=True, help_text="items with gold and explanation")
+    questionnaire = serializers.JSONField(required=False, allow_null=True, help_text="before and after questions")
+
+
+class RaterStepsOutput(RaterStepsInput):
+    allowlist_url = serializers.CharField(allow_null=True, help_text="The CSV of participant ids who passed.")

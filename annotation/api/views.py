@@ -11,10 +11,12 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile, UploadedFile
 from django.db import transaction
+from django.http import HttpResponse
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -27,6 +29,7 @@ from ..audit import acting_as
 from ..importers import FileProblem, import_item_objects, item_import_start
 from ..importers.background import inline_max_bytes
 from ..models import ItemImport, Judgment, Rater, Study
+from ..rater_steps import allowlist_csv, rater_steps_dump, rater_steps_save
 from ..selectors import researcher as selectors
 from ..services.studies import study_create, study_set_state, study_update
 from ..study_files import config_problems
@@ -297,3 +300,62 @@ class StudyProgressApi(ResearcherApi):
             replace_query_param(url, "raters_offset", raters_end) if raters_end < progress.raters_total else None
         )
         return Response(data)
+
+
+class StudyRaterStepsApi(ResearcherApi):
+    """The study's qualification test, practice items and questionnaires (docs/raters.md)."""
+
+    def _output(self, request: Request, study: Study) -> dict[str, Any]:
+        data: dict[str, Any] = {"qualification": None, "practice": None, "questionnaire": None}
+        data.update(rater_steps_dump(study))
+        url = reverse("v1:study_allowlist", args=[study.pk]) if study.qualification_id else None
+        data["allowlist_url"] = request.build_absolute_uri(url) if url else None
+        return data
+
+    @extend_schema(
+        operation_id="studies_rater_steps",
+        summary="The qualification, practice and questionnaires",
+        responses={200: s.RaterStepsOutput},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(s.RaterStepsOutput(self._output(request, self.study(pk))).data)
+
+    @extend_schema(
+        operation_id="studies_rater_steps_set",
+        summary="Replace the qualification, practice and questionnaires (a section left out is removed)",
+        request=s.RaterStepsInput,
+        responses={200: s.RaterStepsOutput},
+    )
+    def put(self, request: Request, pk: int) -> Response:
+        study = self.study(pk)
+        if not isinstance(request.data, dict):
+            raise ValidationError({"errors": ["The body must be a JSON object."]})
+        data = {k: v for k, v in request.data.items() if v is not None}
+        try:
+            rater_steps_save(study=study, data=data, actor=request.user)
+        except DjangoValidationError as exc:
+            problems = exc.message_dict if hasattr(exc, "error_dict") else {"errors": exc.messages}
+            raise ValidationError(
+                {"errors": [f"{key}: {m}" if key != "errors" else m for key, ms in problems.items() for m in ms]}
+            ) from None
+        study.refresh_from_db()
+        return Response(s.RaterStepsOutput(self._output(request, study)).data)
+
+
+class QualificationAllowlistApi(ResearcherApi):
+    @extend_schema(
+        operation_id="studies_qualification_allowlist",
+        summary="Participant ids who passed the study's qualification (CSV, for a Prolific allowlist)",
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="A participant_id header, then one id a line."
+            )
+        },
+    )
+    def get(self, request: Request, pk: int) -> HttpResponse:
+        study = self.study(pk)
+        if study.qualification is None:
+            raise NotFound("This study has no qualification.")
+        response = HttpResponse(allowlist_csv(study.qualification), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-qualified-allowlist.csv"'
+        return response

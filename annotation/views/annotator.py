@@ -28,6 +28,18 @@ from ..models import Assignment, Enrollment, Invitation, Rater, Study
 from ..outcomes import DECLINED, end_page, session_outcome
 from ..protocols import template_of
 from ..ratelimit import entry_rate_limited
+from ..rater_steps import (
+    admission_check,
+    gold_label,
+    next_step,
+    questionnaire_answers_save,
+    step_answer,
+    step_entries,
+    step_item_shown,
+    step_position,
+    study_questions,
+    wants_questions_after,
+)
 from ..selectors.annotator import (
     annotator_progress,
     enrollment_by_token,
@@ -122,14 +134,16 @@ def _study_and_enrollment(request: HttpRequest, entry_token: str) -> tuple[Study
 
 
 def _step(enrollment: Enrollment) -> str:
-    """The one step this enrollment may be on now."""
-    if enrollment.ended_early or enrollment.completed_at or not enrollment.study.is_open:
+    """The one step this enrollment may be on now (the steps around the items: ``rater_steps``)."""
+    if enrollment.screened_out_at or enrollment.ended_early or not enrollment.study.is_open:
         return "done"
+    if enrollment.completed_at:
+        return "questions" if wants_questions_after(enrollment) else "done"
     if enrollment.consented_at is None:
         return "consent"
     if enrollment.instructed_at is None:
         return "instructions"
-    return "item"
+    return next_step(enrollment)
 
 
 def _to_step(request: HttpRequest, study: Study, step: str) -> HttpResponse:
@@ -274,6 +288,8 @@ def crowd_entry(request: HttpRequest, entry_token: str) -> HttpResponse:
     except ValidationError as exc:
         return _entry_refused(request, study, problem=" ".join(exc.messages), code=exc.code or "")
     _remember(request, enrollment)
+    if not admission_check(enrollment):
+        return redirect("annotator:done", study.entry_token)
     # Consent sends a returning worker on to wherever they had got to.
     return redirect("annotator:consent", study.entry_token)
 
@@ -384,7 +400,7 @@ def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
         return _to_step(request, study, step)
     if request.method == "POST":
         enrollment_instructed(enrollment=enrollment)
-        return redirect("annotator:item", study.entry_token)
+        return _to_step(request, study, _step(enrollment))
     task_type = get_task_type(study.task_type)
     context = {
         "study": study,
@@ -393,6 +409,111 @@ def instructions(request: HttpRequest, entry_token: str) -> HttpResponse:
         "preview": enrollment.rater.is_preview,
     }
     return render(request, "annotation/instructions.html", context)
+
+
+def _step_context(enrollment: Enrollment, step: str, index: int, *, posted: Any = None) -> dict[str, Any]:
+    """A test or practice item's page: the task type's own form, around an item that is not the study's."""
+    study = enrollment.study
+    entries, task_type, raw_config = step_entries(enrollment, step)
+    config = task_type.config(raw_config)
+    shown = step_item_shown(entries[index])
+    context: dict[str, Any] = {
+        "study": study,
+        "step": step,
+        "index": index,
+        "number": index + 1,
+        "total": len(entries),
+        "item": shown,
+        "task": task_type.name,
+        "task_template": task_type.template,
+        "question": platform_text(config.get("question") or task_type.question),
+        "buttons": _buttons(task_type, config),
+        "config": config,
+        "language": _language(study),
+        "step_url": reverse(f"annotator:{step}", args=[study.entry_token]),
+        "preview": enrollment.rater.is_preview,
+    }
+    context.update(task_type.form_context(item=shown, config=config, posted=posted or {}))
+    return context
+
+
+def _step_item_view(request: HttpRequest, entry_token: str, step: str) -> HttpResponse:
+    """A qualification test or practice round, one item a page; practice answers get the expected answer back."""
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (at := _step(enrollment)) != step:
+        return _to_step(request, study, at)
+    index = step_position(enrollment, step)
+    if request.method == "POST":
+        try:
+            posted_index = int(request.POST.get("index", ""))
+        except ValueError:
+            posted_index = -1
+        try:
+            answer = step_answer(enrollment=enrollment, step=step, index=posted_index, data=request.POST)
+        except ValidationError as exc:
+            context = _step_context(enrollment, step, index, posted=request.POST)
+            context["error"] = " ".join(exc.messages)
+            return render(request, "annotation/step_item.html", context, status=422)
+        if step == "practice":
+            entries, task_type, _config = step_entries(enrollment, step)
+            entry = entries[answer.index]
+            context = _step_context(enrollment, step, answer.index)
+            context["feedback"] = {
+                "correct": answer.correct,
+                "expected": gold_label(task_type=task_type, entry=entry),
+                "explanation": entry.get("explanation", ""),
+            }
+            return render(request, "annotation/step_item.html", context)
+        return redirect(f"annotator:{step}", study.entry_token)
+    return render(request, "annotation/step_item.html", _step_context(enrollment, step, index))
+
+
+@in_language(_study_config)
+@never_cache
+@require_http_methods(["GET", "POST"])
+def qualification(request: HttpRequest, entry_token: str) -> HttpResponse:
+    return _step_item_view(request, entry_token, "qualification")
+
+
+@in_language(_study_config)
+@never_cache
+@require_http_methods(["GET", "POST"])
+def practice(request: HttpRequest, entry_token: str) -> HttpResponse:
+    return _step_item_view(request, entry_token, "practice")
+
+
+@in_language(_study_config)
+@never_cache
+@require_http_methods(["GET", "POST"])
+def questions(request: HttpRequest, entry_token: str) -> HttpResponse:
+    """The study's questions before the items, or (once through them) after."""
+    found = _study_and_enrollment(request, entry_token)
+    if isinstance(found, HttpResponse):
+        return found
+    study, enrollment = found
+    if (at := _step(enrollment)) != "questions":
+        return _to_step(request, study, at)
+    phase = "after" if enrollment.completed_at else "before"
+    errors: dict[str, list[str]] = {}
+    if request.method == "POST":
+        try:
+            questionnaire_answers_save(enrollment=enrollment, phase=phase, data=request.POST)
+        except ValidationError as exc:
+            errors = exc.message_dict
+        else:
+            return redirect("annotator:done" if phase == "after" else "annotator:item", study.entry_token)
+    context = {
+        "study": study,
+        "phase": phase,
+        "questions": [(q, errors.get(q.key, []), request.POST.get(q.key, "")) for q in study_questions(study, phase)],
+        "has_errors": bool(errors),
+        "language": _language(study),
+        "preview": enrollment.rater.is_preview,
+    }
+    return render(request, "annotation/questions.html", context, status=400 if errors else 200)
 
 
 def _posted_assignment_id(request: HttpRequest) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
+import yaml
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -27,12 +28,14 @@ from ..audit import acting_as, audit_record
 from ..expert_panel import invitations_with_progress
 from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
 from ..importers import FileProblem, item_import_start
+from ..json_limits import DataTooComplex, load_yaml
 from ..models import AuditEntry, ItemImport, Study
+from ..rater_steps import allowlist_csv, rater_steps_dump, rater_steps_save, study_questions
 from ..selectors import researcher as selectors
 from ..selectors.annotator import study_is_full
 from ..services.enrollment import invitation_create
 from ..services.studies import study_create, study_set_state, study_update
-from ..study_files import study_file_json_chunks, study_file_yaml_chunks
+from ..study_files import YAML_DUMPER, study_file_json_chunks, study_file_yaml_chunks
 from ..task_types import TIE, get_task_type
 
 # Prolific replaces these placeholders with the participant's ids when it sends them to us.
@@ -342,4 +345,74 @@ def study_download(request: HttpRequest, pk: int) -> HttpResponse:
     chunks, content_type = STUDY_FILE_FORMATS[fmt]
     response = StreamingHttpResponse(chunks(study), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{study.slug}.{fmt}"'
+    return response
+
+
+RATER_STEPS_EXAMPLE = """\
+# qualification:          # a short test before the task; those below min_correct are screened out
+#   name: Funniness check  # shared by your studies of this task type; passes are remembered
+#   min_correct: 2
+#   items:
+#     - {text: "A pun that lands.", gold: 3}
+#     - {text: "Not a joke.", gold: 0}
+# practice:               # answers get the expected answer and your explanation back; never counted
+#   - {text: "A practice joke.", gold: 2, explanation: "Mildly funny: the twist is expected."}
+# questionnaire:
+#   before: [demographics]
+#   after:
+#     - {key: enjoyed, kind: scale, text: "Did you enjoy the jokes?", min: 1, max: 5}
+"""
+
+
+@researcher_required
+def rater_steps_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """The study's qualification, practice and questionnaires, written as the study file's sections."""
+    study = _study_for_user(request, pk)
+    errors: dict[str, list[str]] = {}
+    current = rater_steps_dump(study)
+    text = yaml.dump(current, Dumper=YAML_DUMPER, allow_unicode=True, sort_keys=False) if current else ""
+    if request.method == "POST":
+        text = request.POST.get("steps", "")
+        if request.POST.get("add") == "demographics":
+            data = dict(current)
+            questionnaire = dict(data.get("questionnaire") or {})
+            if "demographics" not in (questionnaire.get("before") or []):
+                questionnaire["before"] = ["demographics", *(questionnaire.get("before") or [])]
+            data["questionnaire"] = questionnaire
+        else:
+            try:
+                data = load_yaml(text, where="steps") if text.strip() else {}
+            except (yaml.YAMLError, DataTooComplex) as exc:
+                data, errors = None, {"steps": [f"Not readable as YAML: {exc}"]}
+        if data is not None:
+            try:
+                rater_steps_save(study=study, data=data or {}, actor=request.user)
+            except ValidationError as exc:
+                errors = exc.message_dict if hasattr(exc, "error_dict") else {"steps": exc.messages}
+            else:
+                messages.success(request, "Qualification, practice and questionnaires saved.")
+                return redirect("researcher:rater_steps", pk=study.pk)
+    qualification = study.qualification
+    context = {
+        "study": study,
+        "text": text,
+        "example": RATER_STEPS_EXAMPLE,
+        "errors": sorted(errors.items()),
+        "qualification": qualification,
+        "passed": qualification.results.filter(passed=True).count() if qualification else 0,
+        "taken": qualification.results.count() if qualification else 0,
+        "questions_before": study_questions(study, "before"),
+        "questions_after": study_questions(study, "after"),
+    }
+    return render(request, "researcher/rater_steps.html", context, status=400 if errors else 200)
+
+
+@researcher_required
+def qualification_allowlist(request: HttpRequest, pk: int) -> HttpResponse:
+    """The participant ids who passed the study's qualification, for Prolific's allowlist (a CSV)."""
+    study = _study_for_user(request, pk)
+    if study.qualification is None:
+        return HttpResponse("This study has no qualification.", status=404, content_type="text/plain")
+    response = HttpResponse(allowlist_csv(study.qualification), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{study.slug}-qualified-allowlist.csv"'
     return response

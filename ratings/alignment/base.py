@@ -89,6 +89,8 @@ class AlignmentParams:
     reference_rater_ids: tuple[int, ...] = ()
     judge_ids: tuple[int, ...] = ()
     breakdown: str = ""
+    #: A questionnaire question: the judges against the human raters of each answer (``ratings.rater_groups``).
+    rater_breakdown: str = ""
     n_resamples: int = 1000
     seed: int = DEFAULT_SEED
 

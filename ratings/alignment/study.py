@@ -23,6 +23,7 @@ from annotation.task_types import get_task_type
 
 from ..leaderboards import counted_judge_judgments
 from ..pairwise import item_candidates, outcome_of, study_judge_comparisons
+from ..rater_groups import rater_groups, small_group_raters
 from ..selectors import (
     JUDGE_KINDS,
     RaterInfo,
@@ -322,6 +323,65 @@ def _breakdown(block: Block, family: str, codes: np.ndarray, params: AlignmentPa
     return {"key": params.breakdown, "groups": out, "resamples": resamples}
 
 
+def _reference_block(study: Study, reference: StudyMatrix, judges: list[RaterInfo], golds: dict) -> Block:
+    """The judges' answers and gold beside a human reference, on the items the reference rated."""
+    item_ids = reference.item_ids if reference.cells is None else reference.judged_ids
+    return Block(
+        reference=reference.packed(),
+        raters=reference.raters,
+        judges=_judge_columns(study, judges, item_ids),
+        gold=_gold_codes(study, item_ids, golds),
+        item_ids=item_ids,
+        pairs=None if reference.cells is None else reference.values,
+        pair_rows=reference.row_positions,
+    )
+
+
+def _rater_breakdown(
+    study: Study,
+    params: AlignmentParams,
+    reference: StudyMatrix,
+    judges: list[RaterInfo],
+    golds: dict,
+    overall: Block,
+    family: str,
+    codes: np.ndarray,
+    step,
+    warnings: list[str],
+) -> dict[str, Any]:
+    """The report's tables again for the reference's raters of each answer to one questionnaire question."""
+    try:
+        groups = rater_groups(study=study, key=params.rater_breakdown, within={r.id for r in reference.raters})
+    except ValueError as exc:
+        warnings.append(str(exc))
+        return {"key": params.rater_breakdown, "groups": [], "resamples": 0, "small_below": small_group_raters()}
+    if len(groups) > MAX_GROUPS:
+        warnings.append(f"the rater breakdown has {len(groups)} groups; the first {MAX_GROUPS} are shown")
+        groups = groups[:MAX_GROUPS]
+    group = "humans" if params.reference == "selected" else params.reference
+    resamples = min(params.n_resamples, BREAKDOWN_RESAMPLES)
+    small = small_group_raters()
+    out = []
+    for n, part in enumerate(groups):
+        step(0.55 + 0.35 * n / max(len(groups), 1), f"rater group {part.label}")
+        matrix = study_rating_matrix(
+            study=study, group=group, rater_ids=part.rater_ids, max_cells=settings.FUNNYBONE_DENSE_MATRIX_CELLS
+        )
+        block = _reference_block(study, matrix, judges, golds)
+        block.extras.update({k: v for k, v in overall.extras.items() if k != "rankings"})
+        out.append(
+            {
+                "value": part.value,
+                "label": part.label,
+                "n_raters": len(part.rater_ids),
+                "n_items": len(block.item_ids),
+                "small": len(part.rater_ids) < small,
+                "section": section(block, family, codes, n_resamples=resamples, seed=params.seed),
+            }
+        )
+    return {"key": params.rater_breakdown, "groups": out, "resamples": resamples, "small_below": small}
+
+
 def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progress | None = None) -> dict[str, Any]:
     """The full alignment report of a study as plain JSON values (see the package docstring).
 
@@ -352,20 +412,12 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
     regular = Item.objects.filter(study=study, is_attention_check=False)
     metadata = dict(regular.values_list("id", "metadata"))
     golds = dict(regular.filter(gold__isnull=False).values_list("id", "gold"))
-    block = Block(
-        reference=reference.packed(),
-        raters=reference.raters,
-        judges=_judge_columns(study, judges, item_ids),
-        gold=_gold_codes(study, item_ids, golds),
-        item_ids=item_ids,
-        pairs=None if reference.cells is None else reference.values,
-        pair_rows=reference.row_positions,
-    )
+    block = _reference_block(study, reference, judges, golds)
     if family == Family.PAIRWISE:
         step(0.35, "fitting Bradley–Terry rankings")
         block.extras["rankings"] = _rankings(study, params, judges)
         block.extras["consistency"] = study_judge_comparisons(study=study, rater_ids=[j.id for j in judges])
-    overall = breakdown = None
+    overall = breakdown = by_raters = None
     ranking: list[dict[str, Any]] = []
     unranked: list[dict[str, Any]] = []
     if has_reference:
@@ -373,6 +425,8 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         overall = section(block, family, codes, n_resamples=params.n_resamples, seed=params.seed)
         if params.breakdown:
             breakdown = _breakdown(block, family, codes, params, metadata, step, warnings)
+        if params.rater_breakdown:
+            by_raters = _rater_breakdown(study, params, reference, judges, golds, block, family, codes, step, warnings)
         columns = {column.info.id: column for column in block.judges}
         scored = []
         for row in overall["judges"]:
@@ -404,6 +458,7 @@ def compute_alignment(*, study: Study, params: AlignmentParams, progress: Progre
         "unranked": unranked,
         "overall": overall,
         "breakdown": breakdown,
+        "rater_breakdown": by_raters,
         "plots": plots,
         "warnings": warnings,
     }

@@ -52,6 +52,7 @@ def params_of(p: dict[str, Any]) -> AlignmentParams:
         reference_rater_ids=tuple(p.get("reference_rater_ids", ())),
         judge_ids=tuple(p.get("judge_ids", ())),
         breakdown=p.get("breakdown", ""),
+        rater_breakdown=p.get("rater_breakdown", ""),
         n_resamples=p.get("n_resamples", 1000),
         seed=p.get("seed", 0),
     )

@@ -29,6 +29,7 @@ from annotation.task_types import get_task_type
 from .. import plots
 from ..cached import Shown, report_show
 from ..models import AlignmentReport, StudyReport
+from ..rater_groups import groupable_questions
 from ..selectors import study_raters
 from . import (
     REFERENCES,
@@ -55,12 +56,14 @@ class AlignmentForm(forms.Form):
         coerce=int, required=False, label="Judges (none ticked = all)", widget=forms.CheckboxSelectMultiple
     )
     breakdown = forms.ChoiceField(required=False, label="Break down by item metadata")
+    by = forms.ChoiceField(required=False, label="Break down by rater group of")
 
-    def __init__(self, *args: Any, humans, judges, keys, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, humans, judges, keys, questions=(), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["rater"].choices = humans
         self.fields["judge"].choices = judges
         self.fields["breakdown"].choices = [("", "No breakdown"), *((k, k) for k in keys)]
+        self.fields["by"].choices = [("", "No rater breakdown"), *questions]
 
     def params(self, seed: int) -> AlignmentParams:
         data = self.cleaned_data if self.is_valid() else {}
@@ -73,6 +76,7 @@ class AlignmentForm(forms.Form):
             reference_rater_ids=raters if reference == "selected" else (),
             judge_ids=tuple(data.get("judge") or ()),
             breakdown=data.get("breakdown") or "",
+            rater_breakdown=data.get("by") or "",
             seed=seed,
         )
 
@@ -80,7 +84,10 @@ class AlignmentForm(forms.Form):
 def _form(study: Study, data) -> AlignmentForm:
     humans = [(r.id, f"{r.label} ({r.kind})") for r in study_raters(study=study) if r.kind in ("expert", "crowd")]
     judges = [(j.id, f"{j.label} ({j.kind})") for j in study_judges(study=study)]
-    return AlignmentForm(data or None, humans=humans, judges=judges, keys=metadata_keys(study=study))
+    questions = [(q.key, f"{q.key}: {q.text}") for q in groupable_questions(study)]
+    return AlignmentForm(
+        data or None, humans=humans, judges=judges, keys=metadata_keys(study=study), questions=questions
+    )
 
 
 def _query(params: AlignmentParams) -> str:
@@ -89,6 +96,8 @@ def _query(params: AlignmentParams) -> str:
     pairs += [("judge", j) for j in params.judge_ids]
     if params.breakdown:
         pairs.append(("breakdown", params.breakdown))
+    if params.rater_breakdown:
+        pairs.append(("by", params.rater_breakdown))
     return urlencode(pairs)
 
 
@@ -309,7 +318,7 @@ def alignment_plot(request: HttpRequest, slug: str, pk: int, name: str, fmt: str
 
 def _comparison_params(form: AlignmentForm, study: Study) -> AlignmentParams:
     """Every judge, no breakdown: the comparison reads the alignment report of these settings."""
-    return replace(form.params(study.seed), judge_ids=(), breakdown="")
+    return replace(form.params(study.seed), judge_ids=(), breakdown="", rater_breakdown="")
 
 
 def _comparison_context(study: Study, form: AlignmentForm, params: AlignmentParams, shown: Shown) -> dict[str, Any]:

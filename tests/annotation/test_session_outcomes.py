@@ -80,7 +80,15 @@ class TestTheRegistry:
         assert {outcome.code_field, outcome.message_field, outcome.redirect_field} <= STUDY_FIELDS
 
     def test_the_outcome_names_say_what_happened(self):
-        assert set(SESSION_OUTCOMES) == {"completed", "failed_checks", "closed", "no_work", "declined"}
+        assert set(SESSION_OUTCOMES) == {
+            "completed",
+            "failed_checks",
+            "closed",
+            "no_work",
+            "declined",
+            "screened_out",
+            "not_admitted",
+        }
         for code in ("failed_checks", "no_work", "declined"):
             assert SESSION_OUTCOMES[code].fields == code  # the name and the study's fields agree
 

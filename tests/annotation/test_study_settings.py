@@ -22,6 +22,7 @@ from annotation.demo.builder import demo_studies
 from annotation.importers.items import CANDIDATE_KEYS, ITEM_KEYS
 from annotation.models import Study
 from annotation.protocols.humorrank import SOURCE_LINK
+from annotation.rater_steps import RATER_STEP_KEYS
 from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create
 from annotation.study_file_schema import study_file_schema
 from annotation.study_files import STUDY_KEYS, StudyFileError, load_study_data, study_file_data
@@ -245,7 +246,7 @@ class TestStudyFileSchema:
 
     def test_it_covers_every_key_task_type_and_item_field_the_loader_knows(self):
         schema = study_file_schema()
-        assert set(schema["properties"]) == {*STUDY_KEYS, "judges"}
+        assert set(schema["properties"]) == {*STUDY_KEYS, "judges", *RATER_STEP_KEYS}
         assert schema["properties"]["task_type"]["enum"] == list(TASK_TYPES)
         item = schema["properties"]["items"]["items"]
         assert set(item["properties"]) == set(ITEM_KEYS)
