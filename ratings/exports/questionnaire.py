@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from annotation.models import HUMAN_KINDS, Enrollment, QualificationResult, QuestionAnswer
+from annotation.privacy import study_pseudonyms
 from annotation.rater_steps import study_questions
 
 from .safe_cells import csv_safe
 
-RATER_COLUMNS = ["study", "rater_id", "rater_kind", "rater_external_id", "rater_excluded", "screened_out"]
+RATER_COLUMNS = ["study", "rater_id", "rater_kind", "rater_pseudonym", "rater_excluded", "screened_out"]
 LONG_COLUMNS = [*RATER_COLUMNS, "phase", "question", "question_kind", "answer", "answer_label"]
 QUALIFICATION_COLUMNS = ["qualification", "qualification_correct", "qualification_total", "qualification_passed"]
 
@@ -39,11 +40,12 @@ def _enrollments(study, rater_subset: Iterable[int]) -> list[dict[str, Any]]:
     subset = sorted({int(pk) for pk in rater_subset})
     if subset:
         found = found.filter(rater_id__in=subset)
-    return list(
-        found.order_by("rater_id").values(
-            "pk", "rater_id", "rater__kind", "rater__external_id", "excluded", "screened_out_at"
-        )
-    )
+    rows = list(found.order_by("rater_id").values("pk", "rater_id", "rater__kind", "excluded", "screened_out_at"))
+    # The participant's keyed pseudonym, as in every export (annotation.privacy), never their platform id.
+    aliases = study_pseudonyms(study, [row["rater_id"] for row in rows])
+    for row in rows:
+        row["pseudonym"] = aliases[row["rater_id"]]
+    return rows
 
 
 def _rater_cells(study, e: dict[str, Any]) -> list[Any]:
@@ -51,7 +53,7 @@ def _rater_cells(study, e: dict[str, Any]) -> list[Any]:
         study.slug,
         e["rater_id"],
         e["rater__kind"],
-        _cell(e["rater__external_id"]),
+        e["pseudonym"],
         _flag(e["excluded"]),
         _flag(e["screened_out_at"] is not None),
     ]

@@ -15,6 +15,7 @@ register_format(
         write=write_long,
         binary=False,
         stream=stream_long,
+        holds_rater_ids=False,
         position=60,
     )
 )
@@ -28,6 +29,7 @@ register_format(
         write=write_wide,
         binary=False,
         stream=stream_wide,
+        holds_rater_ids=False,
         position=61,
     )
 )
