@@ -196,13 +196,4 @@ def media_attach(*, study: Study, specs: list[ItemSpec], checked: dict[str, Chec
     return len(attachments)
 
 
-def refuse_media_outside_archive(specs: list[ItemSpec]) -> list[str]:
-    """Rows of a plain item file that name media: they need the archive their files travel in."""
-    return [
-        f"{spec.row}: names the media file {spec.media[0].source!r}; upload a .zip holding the item file and its media."
-        for spec in specs
-        if spec.media
-    ]
-
-
 __all__ = ["ARCHIVE", "MediaProblem", "check_archive", "is_archive"]

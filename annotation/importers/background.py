@@ -39,7 +39,7 @@ from ..jobs import (
 from ..media.store import StoredFiles
 from ..models import ItemImport, Study
 from ..services.studies import ImportErrors, items_create
-from .archive import ARCHIVE, archive_media, check_archive, is_archive, media_attach, refuse_media_outside_archive
+from .archive import ARCHIVE, archive_media, check_archive, is_archive, media_attach
 from .files import check_size, prepare
 from .items import FileProblem
 from .readers import detect_format
@@ -189,7 +189,6 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
             replace=item_import.replace,
             refuse=True,
         )
-    errors = errors or refuse_media_outside_archive(specs)
     if errors:
         return errors
     return _write(item_import, token, beat, specs)
@@ -202,7 +201,11 @@ def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: 
     try:
         with transaction.atomic():
             count = items_create(
-                study=item_import.study, items=specs, replace=item_import.replace, actor=item_import.created_by
+                study=item_import.study,
+                items=specs,
+                replace=item_import.replace,
+                actor=item_import.created_by,
+                with_media=media is not None,
             )
             if media:
                 media_attach(study=item_import.study, specs=specs, checked=media, written=written)

@@ -6,16 +6,19 @@ or on disk.
 """
 
 import io
+import json
+import zipfile
 
 import pytest
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from PIL import Image
 
 from annotation.media import item_media, media_bytes, media_data_uri, rater_media_url
 from annotation.media.checks import MediaProblem, check_media
-from annotation.models import Assignment, Item, ItemImport, MediaAttachment, MediaFile
+from annotation.models import Assignment, Item, ItemImport, Judgment, MediaAttachment, MediaFile, Rater
 from annotation.services.studies import study_create, study_set_state
 from tests import hostile_files as hostile
 from tests.annotation.test_annotator_flow import begin, url
@@ -204,3 +207,55 @@ class TestServing:
         assert response.status_code == 200 and response.content == b""
         assert response["X-Accel-Redirect"] == f"/_protected_media/{media.file.name}"
         assert response["Content-Type"] == media.content_type
+
+
+class TestExportsCarryMedia:
+    def test_the_bundle_loads_back_into_a_new_study(self, imported, csrf_client, researcher, tmp_path):
+        from ratings.exports.services import write_export
+
+        path = tmp_path / "bundle.zip"
+        write_export(imported, "bundle", path)
+        names = set(zipfile.ZipFile(path).namelist())
+        assert {"items.jsonl", "judgments.jsonl", "study.json"} <= names
+        assert not any("gpt5" in name for name in names)
+        copy = study_create(owner=researcher, name="Copy", task_type="pairwise")
+        response = upload(csrf_client, researcher, copy, "bundle.zip", path.read_bytes())
+        assert response.status_code == 302, page_text(response)
+
+        def shown(study):
+            items = dict(study.items.values_list("pk", "external_id"))
+            return {
+                items[item_id]: [(r.role, r.candidate_key, r.alt, r.kind, r.content_type) for r in refs]
+                for item_id, refs in item_media(items).items()
+            }
+
+        assert shown(copy) == shown(imported) and len(shown(copy)) == 2
+        original = {m.original_name for m in MediaFile.objects.filter(study=copy)}
+        assert all(name.startswith("media/") for name in original)  # the bundle's paths, never the first names
+
+    def test_study_files_and_the_long_formats_name_each_file(self, imported, tmp_path):
+        import pyarrow.parquet as pq
+
+        from annotation.study_files import study_file_data
+        from ratings.exports.long_rows import COLUMNS
+        from ratings.exports.services import write_export
+
+        entry = next(e for e in study_file_data(imported)["items"] if e["id"] == "c1")
+        photo = entry["media"][0]
+        assert photo["original_name"] == "cartoons/gpt5_caption.png" and photo["alt"] == "A cat at a desk"
+        assert entry["candidates"][0]["media"][0]["alt"] == "A waving cat"
+        assert "media" in COLUMNS
+        item = imported.items.get(external_id="c1")
+        rater = Rater.objects.create(kind=Rater.Kind.LLM, name="judge")
+        now = timezone.now()
+        assignment = Assignment.objects.create(
+            study=imported, item=item, rater=rater, state="done", leased_at=now, lease_expires_at=now
+        )
+        Judgment.objects.create(assignment=assignment, study=imported, item=item, rater=rater, value={"choice": "a"})
+        path = tmp_path / "out.parquet"
+        write_export(imported, "parquet", path)
+        written = json.loads(pq.read_table(path).column("media")[0].as_py())
+        assert [(m["role"], m["candidate_key"], m["original_name"]) for m in written] == [
+            ("candidate", "a", "cartoons/side.gif"),
+            ("item", None, "cartoons/gpt5_caption.png"),
+        ]
