@@ -179,13 +179,15 @@ class TestServing:
         item = Assignment.objects.get(study=study).item
         return MediaAttachment.objects.filter(item=item, role="item").select_related("media").get().media
 
-    def test_a_rater_fetches_only_what_they_hold(self, imported, settings):
+    def test_a_rater_fetches_only_what_they_hold(self, imported, settings, django_assert_max_num_queries):
         rater = Client()
         begin(rater, imported, pid="worker-1")
         assert rater.get(url(imported, "item")).status_code == 200
         media = self._ref(imported)
         address = reverse("annotator:media", args=[media.public_id])
-        response = rater.get(address)
+        # The session, the file with its study, the rater's enrollment, whether they hold an item it is on.
+        with django_assert_max_num_queries(4):
+            response = rater.get(address)
         assert response.status_code == 200
         assert response["Content-Type"] == "image/jpeg"
         assert response["X-Content-Type-Options"] == "nosniff"
