@@ -39,7 +39,7 @@ from ..jobs import (
 from ..media.store import StoredFiles
 from ..models import ItemImport, Study
 from ..services.studies import ImportErrors, items_create
-from .archive import ARCHIVE, archive_media, check_archive, is_archive, media_attach
+from .archive import ARCHIVE, check_archive, is_archive, media_attach, resolve_media
 from .files import check_size, prepare
 from .items import FileProblem
 from .readers import detect_format
@@ -191,7 +191,11 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
         )
     if errors:
         return errors
-    return _write(item_import, token, beat, specs)
+    # Media named by URL are fetched once, now (a path needs the archive the file travels in).
+    media = (
+        resolve_media(specs, label=item_import.original_name, beat=beat.check) if any(s.media for s in specs) else None
+    )
+    return _write(item_import, token, beat, specs, media)
 
 
 def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: dict | None = None) -> list[str]:
@@ -239,7 +243,7 @@ def _run_archive(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
             if errors:
                 return errors
             beat.check()
-            media = archive_media(archive, index, specs, label=label)
+            media = resolve_media(specs, label=label, archive=archive, index=index, beat=beat.check)
     return _write(item_import, token, beat, specs, media)
 
 

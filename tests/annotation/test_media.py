@@ -261,3 +261,60 @@ class TestExportsCarryMedia:
             ("candidate", "a", "cartoons/side.gif"),
             ("item", None, "cartoons/gpt5_caption.png"),
         ]
+
+
+class TestMediaByUrl:
+    @pytest.fixture
+    def picture_server(self):
+        """A loopback server on a free port with one picture (and a redirect everywhere else)."""
+        import http.server
+        import threading
+
+        picture = hostile.png((16, 16))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                if self.path == "/cartoon.png":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", str(len(picture)))
+                    self.end_headers()
+                    self.wfile.write(picture)
+                else:
+                    self.send_response(302)
+                    self.send_header("Location", "http://10.0.0.1/x.png")
+                    self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()
+
+    def test_a_plain_item_file_names_pictures_by_url_fetched_once(
+        self, csrf_client, researcher, plain_study, picture_server
+    ):
+        rows = (
+            f"id,text,media,media.alt\na,one,{picture_server}/cartoon.png,Cat\nb,two,{picture_server}/cartoon.png,Cat\n"
+        )
+        response = upload(csrf_client, researcher, plain_study, "items.csv", rows.encode())
+        assert response.status_code == 302, page_text(response)
+        refs = item_media(plain_study.items.values_list("pk", flat=True))
+        assert len(refs) == 2 and MediaFile.objects.get().original_name == f"{picture_server}/cartoon.png"
+
+    @pytest.mark.parametrize(
+        ("path", "named"),
+        [("/moved.png", "HTTP 302"), ("http://10.0.0.1/x.png", "10.0.0.1")],
+    )
+    def test_redirects_and_private_addresses_are_refused_by_url(
+        self, csrf_client, researcher, plain_study, picture_server, isolated_media, path, named
+    ):
+        address = path if path.startswith("http") else picture_server + path
+        response = upload(csrf_client, researcher, plain_study, "items.csv", f"id,text,media\na,x,{address}\n".encode())
+        assert response.status_code == 400
+        assert address in page_text(response) and named in page_text(response)
+        assert not Item.objects.exists() and stored_files(isolated_media) == []
