@@ -36,7 +36,7 @@ from ..jobs import (
     new_token,
     stale_jobs_recover,
 )
-from ..media.store import StoredFiles
+from ..media.store import StoredFiles, media_orphans_delete
 from ..models import ItemImport, Study
 from ..services.studies import ImportErrors, items_create
 from .archive import ARCHIVE, check_archive, is_archive, media_attach, resolve_media
@@ -211,6 +211,9 @@ def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: 
                 actor=item_import.created_by,
                 with_media=media is not None,
             )
+            if item_import.replace:
+                # The replaced items' pictures go with them (their bytes once no study names them).
+                media_orphans_delete(study=item_import.study)
             if media:
                 media_attach(study=item_import.study, specs=specs, checked=media, written=written)
             _finish(item_import, token, items_created=count)

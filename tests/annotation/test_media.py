@@ -11,6 +11,7 @@ import zipfile
 
 import pytest
 from django.core.cache import cache
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -167,11 +168,20 @@ class TestArchiveImport:
         # The public id is neither the hash nor the name.
         assert photo.id not in (photo.sha256, "gpt5_caption") and "gpt5" not in rater_media_url(photo)
 
-    def test_deleting_the_study_removes_the_files(self, imported, isolated_media, django_capture_on_commit_callbacks):
+    def test_replacing_the_items_removes_their_files(
+        self, imported, csrf_client, researcher, isolated_media, django_capture_on_commit_callbacks
+    ):
+        address = reverse("researcher:study_items", args=[imported.pk])
+        csrf_client.force_login(researcher)
+        csrf_client.get(address)
+        form = {"file": SimpleUploadedFile("new.csv", b"id,candidate.a,candidate.b\nn1,A,B\n"), "replace": "on"}
         with django_capture_on_commit_callbacks(execute=True):
-            Item.objects.filter(study=imported).delete()
-            MediaFile.objects.filter(study=imported).delete()
-        assert stored_files(isolated_media / "media") == []
+            response = csrf_client.post(
+                address, {**form, "csrfmiddlewaretoken": csrf_client.cookies["csrftoken"].value}
+            )
+        assert response.status_code == 302
+        assert list(imported.items.values_list("external_id", flat=True)) == ["n1"]
+        assert not MediaFile.objects.exists() and stored_files(isolated_media / "media") == []
 
 
 class TestServing:
