@@ -8,8 +8,9 @@ file. ``check_media(data, name)`` returns the bytes to store, or raises
   JPEG, GIF and WebP are accepted, animated GIF/PNG/WebP included. SVG (and any
   XML or HTML) is refused: it can carry script, and a raster is all a rater needs;
 - ``FUNNYBONE_MEDIA_MAX_BYTES`` bounds the file, ``FUNNYBONE_MEDIA_MAX_PIXELS``
-  each frame, and an animation's frames together may hold at most
-  ``ANIMATION_PIXEL_FACTOR`` times that; the sizes are read from the header
+  the pixels of a still image and of all an animation's frames together (the
+  frames are held at once while they are written again, so this bounds the
+  memory a check takes: 4 bytes a pixel); the sizes are read from the header
   before any pixel is decoded, so a decompression bomb is refused unopened;
 - a polyglot — an image that is also a ZIP archive, or carries HTML or script —
   is refused rather than cleaned, so the researcher learns their file is odd;
@@ -30,8 +31,6 @@ from dataclasses import dataclass
 from django.conf import settings
 from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
 
-# An animation's frames together may hold this many times the per-frame pixel limit.
-ANIMATION_PIXEL_FACTOR = 10
 # Formats accepted, by Pillow's name: (content type, file ending).
 FORMATS = {
     "PNG": ("image/png", "png"),
@@ -67,7 +66,7 @@ class CheckedMedia:
 
 
 def media_limits() -> tuple[int, int]:
-    """(bytes, pixels per frame), read when a check runs so tests and deployments can change them."""
+    """(bytes, pixels), read when a check runs so tests and deployments can change them."""
     return settings.FUNNYBONE_MEDIA_MAX_BYTES, settings.FUNNYBONE_MEDIA_MAX_PIXELS
 
 
@@ -92,7 +91,7 @@ def check_media(data: bytes, name: str) -> CheckedMedia:
     except MediaProblem:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise MediaProblem(f"{name}: the image has too many pixels (at most {max_pixels:,} per frame).") from None
+        raise MediaProblem(f"{name}: the image has too many pixels (at most {max_pixels:,}).") from None
     except UnidentifiedImageError:
         raise MediaProblem(
             f"{name}: not an image Funnybone accepts (PNG, JPEG, GIF or WebP), whatever its name."
@@ -107,14 +106,12 @@ def _open(data: bytes, name: str, max_pixels: int) -> Image.Image:
         image = Image.open(io.BytesIO(data), formats=list(FORMATS))
     width, height = image.size
     if width * height > max_pixels:
-        raise MediaProblem(
-            f"{name}: {width}×{height} pixels; media images may have at most {max_pixels:,} pixels per frame."
-        )
+        raise MediaProblem(f"{name}: {width}×{height} pixels; media images may have at most {max_pixels:,} pixels.")
     frames = getattr(image, "n_frames", 1)
-    if frames * width * height > max_pixels * ANIMATION_PIXEL_FACTOR:
+    if frames * width * height > max_pixels:
         raise MediaProblem(
             f"{name}: {frames} frames of {width}×{height} pixels; an animation may hold at most "
-            f"{max_pixels * ANIMATION_PIXEL_FACTOR:,} pixels in all."
+            f"{max_pixels:,} pixels in all its frames."
         )
     return image
 

@@ -328,3 +328,10 @@ class TestMediaByUrl:
         assert response.status_code == 400
         assert address in page_text(response) and named in page_text(response)
         assert not Item.objects.exists() and stored_files(isolated_media) == []
+
+
+def test_an_animation_is_bounded_by_its_pixels_in_all_frames(settings):
+    settings.FUNNYBONE_MEDIA_MAX_PIXELS = 20 * 20 * 5  # five frames of 20×20 pixels
+    with pytest.raises(MediaProblem, match=r"wave\.gif: 6 frames of 20×20 pixels"):
+        check_media(hostile.animated_gif(6), "wave.gif")
+    assert check_media(hostile.animated_gif(5), "wave.gif").kind == "animated"
