@@ -22,6 +22,12 @@ class JudgingConfig(AppConfig):
         from .webhooks import connect as connect_webhooks
 
         connect_webhooks()
+        # annotation may not import judging: judging hands the media importer its guarded fetcher.
+        from annotation.media.fetch import register_fetcher
+
+        from .outbound import fetch_once
+
+        register_fetcher(fetch_once)
         # ratings may not import judging; judging tells it where judges' prices are.
         register_price_source(judge_prices)
         # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.

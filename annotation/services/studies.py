@@ -34,6 +34,17 @@ class CandidateSpec:
 
 
 @dataclass
+class MediaSpec:
+    """A media file an item file names: a path inside the uploaded archive, with its alt text and place."""
+
+    source: str
+    alt: str = ""
+    role: str = "item"  # MediaAttachment.Role: item, prompt or candidate
+    candidate_key: str | None = None
+    position: int = 0
+
+
+@dataclass
 class ItemSpec:
     """One item as an importer read it; ``row`` names where it came from for messages."""
 
@@ -45,6 +56,7 @@ class ItemSpec:
     gold: Any = None
     is_attention_check: bool = False
     row: str = ""
+    media: list[MediaSpec] = field(default_factory=list)
 
 
 class ImportErrors(ValidationError):
@@ -214,14 +226,33 @@ def _refresh_item_statistics() -> None:
             cursor.execute(f"ANALYZE {Item._meta.db_table}")
 
 
+def media_needs_archive(specs: list[ItemSpec]) -> list[str]:
+    """Items naming media where no archive carries the files: one message per item."""
+    return [
+        f"{spec.row or spec.external_id}: names the media file {spec.media[0].source!r}; "
+        "upload a .zip holding the item file and its media."
+        for spec in specs
+        if spec.media
+    ]
+
+
 def items_create(
-    *, study: Study, items: Iterable[ItemSpec], replace: bool = False, actor: AbstractBaseUser | None = None
+    *,
+    study: Study,
+    items: Iterable[ItemSpec],
+    replace: bool = False,
+    actor: AbstractBaseUser | None = None,
+    with_media: bool = False,
 ) -> int:
-    """Add items atomically: every row is checked first, and one bad row writes nothing."""
+    """Add items atomically: every row is checked first, and one bad row writes nothing.
+
+    Items that name media files are refused unless the caller attaches them
+    (``with_media``: the archive import, annotation.importers.archive).
+    """
     specs = list(items)
     existing = set() if replace else set(study.items.values_list("external_id", flat=True))
     seen = dict.fromkeys(existing, "")
-    problems: list[str] = []
+    problems: list[str] = [] if with_media else media_needs_archive(specs)
     for spec in specs:
         problems.extend(item_problems(study=study, spec=spec, seen=seen))
     if problems:

@@ -34,6 +34,7 @@ ANNOTATOR = "annotator page"  # bound to an enrollment held in the session
 INVITE = "invitation link"  # an expert's personal link; once accepted, only its expert's account opens it
 ACCOUNT = "any account"  # a page for whoever is signed in (an expert's list of studies)
 PUBLIC = "public"  # anyone, by design
+MEDIA = "media file"  # the study's owner, or a session holding an item the file is on; 404 for anyone else
 
 # Scopes of researcher URLs.
 OWN = "own"  # about one of the owner's objects: anyone else gets 404
@@ -112,7 +113,23 @@ def protocol_study(w: World) -> dict:
     return {"slug": found.slug}
 
 
+def held_media(w: World) -> dict:
+    """A picture on the items the crowdworker and the expert hold, made the first time it is asked for."""
+    from annotation.media.checks import check_media
+    from annotation.media.store import StoredFiles, media_store
+    from annotation.models import Assignment, MediaAttachment
+    from tests.hostile_files import png
+
+    checked = check_media(png(), "picture.png")
+    media = media_store(study=w.study, checked=checked, original_name="picture.png", written=StoredFiles())
+    if not media.attachments.exists():
+        held = Assignment.objects.filter(pk__in=w.assignments.values()).values_list("item_id", flat=True)
+        MediaAttachment.objects.bulk_create(MediaAttachment(media=media, item_id=item_id) for item_id in held)
+    return {"public_id": media.public_id}
+
+
 MATRIX: dict[str, Route] = {
+    "annotator:media": Route(MEDIA, ("GET",), held_media),
     # The annotator's side.
     "annotator:entry": Route(
         PUBLIC, ("GET",), token, public_statuses=(400,), why="the study link; without PROLIFIC_PID it says so"
@@ -316,6 +333,8 @@ def expectation(route: Route, role: str, method: str) -> tuple[str, Callable[[ob
         if role in ("anonymous", "crowd"):
             return "login redirect", is_login_redirect
         return success
+    if route.kind == MEDIA:
+        return success if role in ("crowd", "expert", "owner") else ("404", lambda r: code(r) == 404)
     if route.kind == ANNOTATOR:
         if role in ("crowd", "expert"):
             return authorized
