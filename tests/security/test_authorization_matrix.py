@@ -133,6 +133,9 @@ MATRIX: dict[str, Route] = {
     # The researcher's pages.
     "researcher:study_list": Route(PAGE, ("GET",), scope=GLOBAL),
     "researcher:study_new": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "researcher:study_upload": Route(PAGE, ("POST",), scope=GLOBAL),
+    "researcher:builder_check_new": Route(PAGE, ("POST",), scope=GLOBAL),
+    "researcher:builder_check": Route(PAGE, ("POST",), study),
     "researcher:study_detail": Route(PAGE, ("GET", "POST"), study),
     "researcher:study_state": Route(PAGE, ("POST",), study),
     "researcher:study_items": Route(PAGE, ("GET", "POST"), study),
