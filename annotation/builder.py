@@ -411,6 +411,11 @@ class StudyBuilder:
         return TASK_TYPES.get(self.task_type_name)
 
     @property
+    def task_kind(self) -> TaskType | None:
+        """The task type, for templates: ``builder.task_type`` there is the task type field (``__getitem__``)."""
+        return self.task_type
+
+    @property
     def is_bound(self) -> bool:
         return self.data is not None
 

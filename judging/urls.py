@@ -8,6 +8,7 @@ urlpatterns = [
     path("judges/", views.judge_list, name="judge_list"),
     path("judges/baselines/", views.baselines_add, name="baselines_add"),
     path("judges/<int:pk>/", views.judge_edit, name="judge_edit"),
+    path("judges/<int:pk>/test/", views.judge_test, name="judge_test"),
     path("templates/", views.template_list, name="template_list"),
     path("templates/<slug:name>/", views.template_edit, name="template_edit"),
     path("studies/<int:study_pk>/runs/", views.study_runs, name="study_runs"),

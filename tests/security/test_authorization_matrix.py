@@ -161,6 +161,7 @@ MATRIX: dict[str, Route] = {
     "judging:judge_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
     "judging:baselines_add": Route(PAGE, ("POST",), scope=GLOBAL),
     "judging:judge_edit": Route(PAGE, ("GET", "POST"), lambda w: {"pk": w.judge.pk}),
+    "judging:judge_test": Route(PAGE, ("POST",), lambda w: {"pk": w.judge.pk}),
     "judging:template_list": Route(
         PAGE, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
     ),
