@@ -64,6 +64,8 @@ def tie_rules_for(level: str) -> dict[str, str]:
 
 def default_tie_rule(level: str) -> str:
     return next(iter(tie_rules_for(level)))
+
+
 #: Rows of the per-item and per-rater tables shown on the page; the export carries the rest.
 ITEM_ROWS = 300
 RATER_ROWS = 200

@@ -184,7 +184,6 @@ class Sheet:
         for column, width in self._fixed.items():
             self._ws.set_column(column, column, width)
 
-
     def apply_layout(self) -> None:
         """Freeze and filter under the header; print landscape, one page wide, the header on every page."""
         ws = self._ws
