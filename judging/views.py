@@ -91,8 +91,9 @@ def judge_list(request: HttpRequest) -> HttpResponse:
         ),
     )
     if judge:
-        messages.success(request, f"Judge {judge.name!r} created.")
-        return redirect("judging:judge_list")
+        # Its page next: where "Test connection" asks the new judge its first question.
+        messages.success(request, f"Judge {judge.name!r} created. Test its connection below.")
+        return redirect("judging:judge_edit", pk=judge.pk)
     judges = owned_by(JudgeConfig, user=request.user).current().select_related("rater")
     return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
 
