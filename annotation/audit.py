@@ -29,7 +29,6 @@ SECRET_FIELDS = {
     "entry_token",
     "pseudonym_key",
 }
-REDACTED = "(changed)"
 
 _current_actor: ContextVar[AbstractBaseUser | None] = ContextVar("funnybone_audit_actor", default=None)
 
@@ -51,14 +50,34 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+#: How a secret is shown: whether there was one and whether there is one, never what it says.
+SECRET_SET, SECRET_OLD, SECRET_NEW = "(set, hidden)", "(old value, hidden)", "(new value, hidden)"
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def _secret(old: Any, new: Any) -> list[Any]:
+    """A secret's change as the log keeps it: set, cleared, or changed; None stands for "none"."""
+    if _empty(old):
+        return [None, SECRET_SET]
+    if _empty(new):
+        return [SECRET_SET, None]
+    return [SECRET_OLD, SECRET_NEW]
+
+
 def diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{field: [old, new]}`` for the fields whose value changed, secrets redacted."""
+    """``{field: [old, new]}`` for the fields whose value changed, secrets redacted.
+
+    Nothing and an empty text are the same here: a new study's empty settings are no change.
+    """
     changes: dict[str, list[Any]] = {}
     for name in sorted(after):
         old, new = before.get(name), after[name]
-        if old == new:
+        if old == new or (_empty(old) and _empty(new)):
             continue
-        changes[name] = [REDACTED, REDACTED] if name in SECRET_FIELDS else [_plain(old), _plain(new)]
+        changes[name] = _secret(old, new) if name in SECRET_FIELDS else [_plain(old), _plain(new)]
     return changes
 
 
@@ -73,5 +92,5 @@ def audit_record(
         actor = _current_actor.get()
     elif not actor.is_authenticated:
         actor = None
-    changes = {k: ([REDACTED, REDACTED] if k in SECRET_FIELDS else v) for k, v in (changes or {}).items()}
+    changes = {k: (_secret(*v) if k in SECRET_FIELDS else v) for k, v in (changes or {}).items()}
     return AuditEntry.objects.create(study=study, study_name=study.name, actor=actor, action=action, changes=changes)

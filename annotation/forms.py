@@ -1,6 +1,8 @@
-"""Forms of the researcher pages. They check input; the services do the writing."""
+"""Forms of the researcher pages. They check input; the services do the writing.
 
-import json
+The study's settings are the study builder's sections (annotation/builder.py), built with ``setting_form_field``.
+"""
+
 from typing import Any
 
 from django import forms
@@ -8,45 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
 from django.utils.translation import gettext_lazy as _
 
-from .json_limits import DataTooComplex, load_json
-from .models import Study
-from .study_files import config_problems
-from .study_settings import SETTINGS, STUDY_SETTINGS, StudySetting
-from .task_types import TASK_TYPES, get_task_type
-
-SETTINGS_FIELDS = ["name", *STUDY_SETTINGS]
-#: Settings added after the study form was first published: a form posted without them keeps the study's values.
-KEPT_WHEN_LEFT_OUT = (
-    "recruitment",
-    "min_answers",
-    "allocation_policy",
-    "allocation_k",
-    "allocation_delta",
-    "allocation_target_width",
-    "allocation_passive_share",
-    "qualification_mode",
-)
-
-
-def _clean_config(raw: str, task_type: str) -> dict[str, Any]:
-    raw = (raw or "").strip()
-    if not raw:
-        return get_task_type(task_type).config({})
-    try:
-        config = load_json(raw)
-    except json.JSONDecodeError as exc:
-        raise forms.ValidationError(
-            f"This is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-        ) from None
-    except DataTooComplex as exc:
-        raise forms.ValidationError(str(exc)) from None
-    if not isinstance(config, dict):
-        raise forms.ValidationError('The configuration must be a JSON object, e.g. {"points": [0, 1, 2, 3], ...}.')
-    kind = get_task_type(task_type)
-    unknown = config_problems(kind, config)
-    if unknown:
-        raise forms.ValidationError([m[0].upper() + m[1:] for m in unknown])
-    return kind.config(config)
+from .study_settings import StudySetting
 
 
 class _SettingField:
@@ -116,80 +80,6 @@ def setting_form_field(setting: StudySetting) -> forms.Field:
         widget = forms.URLInput() if setting.kind == "url" else forms.TextInput()
     # A plain text field for URLs too: Django's URLField would quietly add a scheme the API and files refuse.
     return SettingCharField(max_length=setting.max_length, widget=widget, **common)
-
-
-# The settings' fields, declared on a plain form so the model forms below inherit them.
-_SettingsFields = type("_SettingsFields", (forms.Form,), {s.name: setting_form_field(s) for s in SETTINGS})
-
-
-class StudySettingsForm(_SettingsFields, forms.ModelForm):
-    """The settings shared by every study (built from annotation/study_settings.py); the task configuration as JSON."""
-
-    config = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}),
-        required=False,
-        help_text="The task type's settings as a JSON object; leave empty for its defaults.",
-    )
-
-    field_order = [*SETTINGS_FIELDS, "config"]
-
-    class Meta:
-        model = Study
-        # Only the name is the model's field; the settings come from their declarations.
-        fields = ["name"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for name in STUDY_SETTINGS:
-            # Meta.fields holds only the name, so the model form does not fill these in itself.
-            self.initial.setdefault(name, getattr(self.instance, name))
-        if self.instance.pk and not self.is_bound:
-            self.initial["config"] = json.dumps(self.instance.config, indent=2, ensure_ascii=False)
-        code = self.fields["completion_code"]
-        code.required = False
-        code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
-        # Left out of a form posted before the setting existed: keep what the study has.
-        for name in KEPT_WHEN_LEFT_OUT:
-            self.fields[name].required = False
-
-    def task_type_name(self) -> str:
-        return self.instance.task_type
-
-    def clean_config(self) -> dict[str, Any]:
-        return _clean_config(self.cleaned_data.get("config", ""), self.task_type_name())
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        for name in KEPT_WHEN_LEFT_OUT:
-            if name in cleaned and cleaned[name] in (None, ""):
-                cleaned[name] = getattr(self.instance, name)
-        return cleaned
-
-    def clean_completion_code(self) -> str:
-        # Empty keeps the current code (a new study's is its random default).
-        return self.cleaned_data["completion_code"].strip() or self.instance.completion_code
-
-    def changes(self) -> dict[str, Any]:
-        """The cleaned settings as keyword arguments for the study services."""
-        return {name: self.cleaned_data[name] for name in [*SETTINGS_FIELDS, "config"]}
-
-
-class StudyCreateForm(StudySettingsForm):
-    task_type = forms.ChoiceField(
-        choices=[(name, f"{t.title} ({name})") for name, t in TASK_TYPES.items()],
-        help_text="What raters do with each item. It cannot change later.",
-    )
-
-    field_order = ["name", "task_type", "config"]
-
-    def task_type_name(self) -> str:
-        return self.cleaned_data.get("task_type") or ""
-
-    def clean_config(self) -> dict[str, Any]:
-        # The task type is cleaned before the config (field order), so a bad type only reports once.
-        if not self.task_type_name():
-            return {}
-        return super().clean_config()
 
 
 class ItemUploadForm(forms.Form):

@@ -2,15 +2,18 @@
 
 from django.urls import path
 
-from .views import protocol_pages, researcher
+from .views import builder, protocol_pages, researcher
 
 app_name = "researcher"
 
 urlpatterns = [
     path("", researcher.study_list, name="study_list"),
-    path("new/", researcher.study_new, name="study_new"),
+    path("new/", builder.study_new, name="study_new"),
+    path("new/upload/", builder.study_upload, name="study_upload"),
+    path("new/check/", builder.builder_check_new, name="builder_check_new"),
     path("new/from-template/", protocol_pages.study_from_template_view, name="study_from_template"),
     path("<int:pk>/", researcher.study_detail, name="study_detail"),
+    path("<int:pk>/check/", builder.builder_check, name="builder_check"),
     path("<int:pk>/state/", researcher.study_state, name="study_state"),
     path("<int:pk>/items/", researcher.study_items, name="study_items"),
     path("<int:pk>/items/format/", researcher.item_format, name="item_format"),

@@ -8,6 +8,7 @@ format is documented in docs/study-files.md.
 """
 
 import json
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -331,6 +332,34 @@ def load_study_file(path: str | Path, owner: AbstractBaseUser, replace: bool = F
     """Validate a study file and write it, all or nothing. Raises StudyFileError."""
     path = Path(path)
     study = load_study_data(read_study_file(path), owner=owner, base_dir=path.resolve().parent, replace=replace)
+    assert study is not None
+    return study
+
+
+def load_study_upload(upload: Any, *, items_upload: Any, owner: AbstractBaseUser, replace: bool = False) -> Study:
+    """Write the study an uploaded study file (and its uploaded items file) describes, all or nothing.
+
+    The API and the study builder's upload both come here. The items file is read only from
+    what was uploaded, never from a path on this server. Raises StudyFileError.
+    """
+    try:
+        text = upload.read().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise StudyFileError(
+            [f"{upload.name}: byte offset {exc.start} is not valid UTF-8; save it as UTF-8."]
+        ) from None
+    parsed = parse_study_text(text, name=upload.name)
+    with tempfile.TemporaryDirectory(prefix="funnybone-study-file-") as folder:
+        if "items_file" in parsed:
+            if items_upload is None:
+                raise StudyFileError([f"items_file: {parsed['items_file']} was named but not sent."])
+            local = Path(folder) / ("items" + Path(items_upload.name).suffix.lower())
+            with local.open("wb") as out:
+                for chunk in items_upload.chunks():
+                    out.write(chunk)
+            parsed["items_file"] = local.name
+        with transaction.atomic():
+            study = load_study_data(parsed, owner=owner, base_dir=Path(folder), replace=replace)
     assert study is not None
     return study
 

@@ -1,6 +1,6 @@
 """The study settings, each declared once, and the one check every way in uses.
 
-A researcher sets these on the study page (``forms.StudySettingsForm``),
+A researcher sets these on the study page (the study builder's sections, ``annotation.builder``),
 through the API (``api.serializers.StudySettingsInput``), in a study file
 (``study_files``) or from code (``services.studies.study_create`` /
 ``study_update``). All four build their fields or run their checks from

@@ -51,16 +51,44 @@ class EndpointForm(forms.ModelForm):
 
     api_key = forms.CharField(
         required=False,
+        label="API key",
         strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
         help_text="Stored encrypted and never shown again. Leave empty to keep the stored key.",
     )
     remove_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
 
+    #: The form's fields in groups, as the page shows them: (heading, field names). Fields in no group come last.
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = (
+        ("Endpoint", ("name", "baseline", "base_url", "model")),
+        ("API key", ("api_key", "api_key_env", "remove_api_key")),
+        ("Sampling", ("temperature", "max_tokens", "structured_output", "system_text", "user_text")),
+        ("Calls", ("timeout_seconds", "max_retries", "backoff_seconds", "concurrency", "rate_limit_per_minute")),
+        ("Judging", ("trials", "both_orders")),
+        ("Prices", ("input_cost_per_million", "output_cost_per_million")),
+    )
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         # Say up front which variables may be named (judging.keys refuses the others).
         self.fields["api_key_env"].help_text = key_env_help()
+        if not self.instance.api_key_encrypted:
+            # Nothing stored, nothing to remove.
+            del self.fields["remove_api_key"]
+
+    def field_groups(self) -> list[tuple[str, list[forms.BoundField]]]:
+        """The bound fields in their groups (empty groups left out); the rest under "More"."""
+        placed: set[str] = set()
+        groups = []
+        for heading, names in self.groups:
+            fields = [self[name] for name in names if name in self.fields]
+            placed.update(names)
+            if fields:
+                groups.append((heading, fields))
+        rest = [self[name] for name in self.fields if name not in placed]
+        if rest:
+            groups.append(("Prompt templates", rest))
+        return groups
 
     def api_key_change(self) -> str | None:
         """None keeps the stored key, "" removes it, anything else replaces it."""

@@ -8,6 +8,7 @@ urlpatterns = [
     path("judges/", views.judge_list, name="judge_list"),
     path("judges/baselines/", views.baselines_add, name="baselines_add"),
     path("judges/<int:pk>/", views.judge_edit, name="judge_edit"),
+    path("judges/<int:pk>/test/", views.judge_test, name="judge_test"),
     path("templates/", views.template_list, name="template_list"),
     path("webhooks/", webhook_views.webhook_list, name="webhook_list"),
     path("webhooks/<int:pk>/delete/", webhook_views.webhook_delete, name="webhook_delete"),

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from annotation.access import get_owned_or_404, owned_by, owned_study_or_404
 from annotation.allocation import UNIFORM
 from annotation.models import Candidate, Study
-from annotation.task_types import get_task_type
+from annotation.task_types import TASK_TYPES, get_task_type
 from annotation.views.researcher import researcher_required
 from ratings.cached import report_show
 from ratings.models import StudyReport
@@ -26,6 +26,7 @@ from ratings.stats.leaderboard import PRINTED_COLUMNS
 from .forms import GenerationForm, HumanCheckForm, JudgeForm, RunForm, TemplateForm, TournamentForm
 from .models import GeneratorConfig, JudgeConfig, JudgeRun, Tournament
 from .selectors import judge_version_rows, run_failure_reasons, run_progress, run_unit_rows, timeout_advice
+from .services.connection_test import test_connection
 from .services.generation import BARE_PROMPT_TASK_TYPES
 from .services.judges import ensure_baseline_judges, judge_create, judge_update
 from .services.runs import retryable_units, run_cancel, run_create, run_resume, run_retry_failed
@@ -91,8 +92,9 @@ def judge_list(request: HttpRequest) -> HttpResponse:
         ),
     )
     if judge:
-        messages.success(request, f"Judge {judge.name!r} created.")
-        return redirect("judging:judge_list")
+        # Its page next: where "Test connection" asks the new judge its first question.
+        messages.success(request, f"Judge {judge.name!r} created. Test its connection below.")
+        return redirect("judging:judge_edit", pk=judge.pk)
     judges = owned_by(JudgeConfig, user=request.user).current().select_related("rater")
     return render(request, "judging/judge_list.html", {"judges": judges, "form": form})
 
@@ -129,8 +131,29 @@ def judge_edit(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, "Judge saved.")
         return redirect("judging:judge_edit", pk=saved.pk)
     runs = judge.runs.select_related("study")[:50]
-    context = {"judge": judge, "form": form, "runs": runs, "versions": judge_version_rows(judge=judge)}
+    context = {
+        "judge": judge,
+        "form": form,
+        "runs": runs,
+        "versions": judge_version_rows(judge=judge),
+        "test_task_types": TASK_TYPES,
+    }
     return render(request, "judging/judge_edit.html", context)
+
+
+@require_POST
+@researcher_required
+def judge_test(request: HttpRequest, pk: int) -> HttpResponse:
+    """One real call to the judge's endpoint about a sample item: the raw answer and how it was read."""
+    judge = get_owned_or_404(JudgeConfig, user=request.user, pk=pk)
+    task_type = request.POST.get("task_type") or next(iter(TASK_TYPES))
+    if task_type not in TASK_TYPES:
+        return HttpResponse(f"Unknown task type {task_type!r}.", status=400, content_type="text/plain")
+    if judge.is_baseline:
+        return HttpResponse("A baseline judge makes no calls: there is nothing to test.", status=400)
+    result = test_connection(judge=judge, task_type=task_type)
+    template = "judging/judge_edit.html#connection-result"
+    return render(request, template, {"judge": judge, "result": result, "task_title": TASK_TYPES[task_type].title})
 
 
 def study_runs_page(

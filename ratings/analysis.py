@@ -52,6 +52,24 @@ TIE_RULES = {
     "lower": "Ties go to the lower rating",
     "undecided": "Ties stay undecided",
 }
+
+
+def tie_rules_for(level: str) -> dict[str, str]:
+    """The majority tie rules that mean something for a statistics family.
+
+    Only a scale has a higher and a lower rating: for pairwise answers the "higher"
+    code is the first candidate shown, for labels and picks an arbitrary category,
+    so a tie there stays undecided.
+    """
+    if level in (Level.ORDINAL, Level.INTERVAL):
+        return dict(TIE_RULES)
+    return {"undecided": TIE_RULES["undecided"]}
+
+
+def default_tie_rule(level: str) -> str:
+    return next(iter(tie_rules_for(level)))
+
+
 #: Rows of the per-item and per-rater tables shown on the page; the export carries the rest.
 ITEM_ROWS = 300
 RATER_ROWS = 200

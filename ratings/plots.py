@@ -33,6 +33,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 MAX_LABEL = 40
+# The figures are shown in the report's column (main is 60rem, about 900 px) at 100 dpi: a figure no wider
+# than this many inches is shown at its own size, so its 9-point text reads 12.5 px. A wider one would be
+# scaled down with its text (the feature heatmap's numbers were 6 px high).
+MAX_WIDTH_INCHES = 9.0
+# A heatmap writes its values in the cells only when a cell is at least this wide (inches); else the colour bar says.
+MIN_CELL_FOR_TEXT = 0.42
 NO_DATA = "No data yet."
 RC = {"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10, "figure.dpi": 100}
 PALETTE = ["#2753c9", "#c0392b", "#1d7a3a", "#9a5b00", "#6b3fa0", "#0f7c8c", "#a0306b", "#555566"]
@@ -65,7 +71,7 @@ def _render(fig: Figure) -> Plot:
 
 def _figure(width: float, height: float) -> Figure:
     with rc_context(RC):
-        return Figure(figsize=(width, height), layout="constrained")
+        return Figure(figsize=(min(width, MAX_WIDTH_INCHES), height), layout="constrained")
 
 
 def _empty(message: str) -> Plot:
@@ -155,7 +161,7 @@ def scatter(
             ax.set_xlim(*limits)
             ax.set_ylim(*limits)
         _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-        ax.legend(loc="upper left", fontsize=7)
+        ax.legend(loc="upper left", fontsize=8)
         return _render(fig)
 
 
@@ -181,9 +187,9 @@ def line_chart(
             ys = [np.nan if v is None else float(v) for v in values]
             style = "--" if name in dashed else "-"
             ax.plot(positions, ys, style, marker="o", color=PALETTE[k % len(PALETTE)], label=_text(name))
-        ax.set_xticks(positions, [_text(c) for c in categories], rotation=60, ha="right", fontsize=7)
+        ax.set_xticks(positions, [_text(c) for c in categories], rotation=60, ha="right", fontsize=8)
         _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
         return _render(fig)
 
 
@@ -231,12 +237,13 @@ def heatmap(
         ax.set_xticks(range(len(columns)), [_text(c) for c in columns], rotation=45, ha="right")
         ax.set_yticks(range(len(rows)), [_text(r) for r in rows])
         _label(ax, title=title, xlabel=xlabel, ylabel=ylabel)
-        if matrix.size <= 400:
+        cell_width = (min(width, MAX_WIDTH_INCHES) - 1.2) / len(columns)
+        if matrix.size <= 400 and cell_width >= MIN_CELL_FOR_TEXT:
             mid = (vmin + vmax) / 2
             for (i, j), v in np.ndenumerate(matrix):
                 label = "—" if math.isnan(v) else format(v, fmt)
                 colour = "white" if not math.isnan(v) and (v > mid if cmap != "RdBu" else abs(v) > 0.6) else "black"
-                ax.text(j, i, label, ha="center", va="center", fontsize=8, color=colour)
+                ax.text(j, i, label, ha="center", va="center", color=colour)
         bar = fig.colorbar(image, ax=ax, shrink=0.8)
         if colorbar:
             bar.set_label(_text(colorbar, None))
@@ -370,11 +377,16 @@ def confusion_matrix(
 def feature_heatmap(
     contestants: Sequence[str], features: Sequence[str], shares: Sequence[Sequence[float | None]], *, judge: str
 ) -> Plot:
-    """Share of each contestant's wins (``win:``) or losses (``loss:``) carrying each feature."""
+    """Share of each contestant's wins (``win:``) or losses (``loss:``) carrying each feature.
+
+    The features are the rows: there are many more of them than contestants, and rows
+    make the figure taller, never wider than the page (so its numbers stay legible).
+    """
+    by_feature = [[row[j] if j < len(row) else None for row in shares] for j in range(len(features))]
     return heatmap(
-        contestants,
         features,
-        shares,
+        contestants,
+        by_feature,
         title=f"Features in {_short(judge)}'s verdicts",
         cmap="magma_r",
         colorbar="share of wins / losses",

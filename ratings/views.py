@@ -24,7 +24,7 @@ from django_htmx.http import retarget
 from annotation.access import owned_study_or_404
 from annotation.task_types import get_task_type
 
-from .analysis import ITEM_ROWS, RATER_ROWS, TIE_RULES
+from .analysis import ITEM_ROWS, RATER_ROWS, default_tie_rule, tie_rules_for
 from .cached import report_show
 from .models import StudyReport
 from .rater_groups import groupable_questions
@@ -35,14 +35,16 @@ class AnalysisForm(forms.Form):
     group = forms.ChoiceField(choices=list(GROUPS.items()), required=False)
     rater = forms.TypedMultipleChoiceField(coerce=int, required=False, label="Only these raters")
     k = forms.IntegerField(min_value=2, max_value=50, required=False, label="Raters to select")
-    tie = forms.ChoiceField(choices=list(TIE_RULES.items()), required=False, label="Majority tie rule")
+    tie = forms.ChoiceField(choices=(), required=False, label="Majority tie rule")
     by = forms.ChoiceField(required=False, label="Agreement by rater group of")
 
     def __init__(
-        self, *args: Any, raters: list[tuple[int, str]], questions: list[tuple[str, str]], **kwargs: Any
+        self, *args: Any, raters: list[tuple[int, str]], questions: list[tuple[str, str]], level: str, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["rater"].choices = raters
+        # Only the rules that mean something for the task's answers (no "higher rating" on pairwise or picks).
+        self.fields["tie"].choices = list(tie_rules_for(level).items())
         self.fields["by"].choices = [("", "(no breakdown)"), *questions]
 
     def value(self, name: str, default: Any) -> Any:
@@ -64,11 +66,11 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
     task_type = get_task_type(study.task_type)
     raters = [(r.id, f"{r.label} ({r.kind})") for r in study_raters(study=study)]
     questions = [(q.key, f"{q.key}: {q.text}") for q in groupable_questions(study)]
-    form = AnalysisForm(request.GET or None, raters=raters, questions=questions)
+    form = AnalysisForm(request.GET or None, raters=raters, questions=questions, level=task_type.level)
     group = form.value("group", "humans")
     rater_ids = form.value("rater", None)
     k = form.value("k", 3)
-    tie = form.value("tie", "higher")
+    tie = form.value("tie", default_tie_rule(task_type.level))
     params = {"group": group, "rater_ids": sorted(rater_ids) if rater_ids else None, "k": k, "tie": tie}
     if by_question := form.value("by", ""):
         params["by_question"] = by_question
@@ -79,7 +81,8 @@ def study_analysis(request: HttpRequest, slug: str) -> HttpResponse:
         "form": form,
         "group": group,
         "k": k,
-        "tie_label": TIE_RULES[tie],
+        "tie_label": tie_rules_for(task_type.level)[tie],
+        "tie_choice": len(form.fields["tie"].choices) > 1,
         "rater_rows": RATER_ROWS,
         "item_rows": ITEM_ROWS,
         "show_rater_picker": 0 < len(raters) <= RATER_ROWS,

@@ -7,12 +7,9 @@ serve the deprecated ``/api/…`` URLs for one more release: the classes here on
 put them together, add the lists v0 lacked, and load a whole study file.
 """
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
@@ -21,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..audit import acting_as
-from ..study_files import StudyFileError, load_study_data, parse_study_text
+from ..study_files import StudyFileError, load_study_upload
 from . import serializers as s
 from .views import (
     ItemImportApi,
@@ -76,30 +73,14 @@ class StudyFileApi(ResearcherApi):
     def post(self, request: Request) -> Response:
         data = StudyFileInput(data=request.data)
         data.is_valid(raise_exception=True)
-        upload = data.validated_data["study_file"]
         try:
-            text = upload.read().decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(
-                {"errors": [f"{upload.name}: byte offset {exc.start} is not valid UTF-8; save it as UTF-8."]}
-            ) from None
-        items_upload = data.validated_data.get("items_file")
-        try:
-            parsed = parse_study_text(text, name=upload.name)
-            with tempfile.TemporaryDirectory(prefix="funnybone-study-file-") as folder:
-                # The items file is read only from what was uploaded, never from a path on this server.
-                if "items_file" in parsed:
-                    if items_upload is None:
-                        raise StudyFileError([f"items_file: {parsed['items_file']} was named but not sent."])
-                    local = Path(folder) / ("items" + Path(items_upload.name).suffix.lower())
-                    with local.open("wb") as out:
-                        for chunk in items_upload.chunks():
-                            out.write(chunk)
-                    parsed["items_file"] = local.name
-                with transaction.atomic(), acting_as(request.user):
-                    study = load_study_data(
-                        parsed, owner=request.user, base_dir=Path(folder), replace=data.validated_data["replace"]
-                    )
+            with acting_as(request.user):
+                study = load_study_upload(
+                    data.validated_data["study_file"],
+                    items_upload=data.validated_data.get("items_file"),
+                    owner=request.user,
+                    replace=data.validated_data["replace"],
+                )
         except (StudyFileError, DjangoValidationError) as exc:
             raise ValidationError({"errors": list(exc.messages)}) from None
         return Response(s.StudyOutput(study, context={"request": request}).data, status=status.HTTP_201_CREATED)

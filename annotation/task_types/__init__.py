@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ValidationError
 
-from .base import MATRIX_LEVELS, PICK_BEST, PICK_WORST, TIE, Level, Option, Shortcut, TaskType
+from .base import MATRIX_LEVELS, PICK_BEST, PICK_WORST, TIE, ConfigField, Level, Option, Shortcut, TaskType
 from .best_worst import BestWorst
 from .binary import BinaryLabel
 from .free_text import MicroEdit, WrittenExplanation
@@ -40,6 +40,7 @@ __all__ = [
     "PICK_WORST",
     "TASK_TYPES",
     "TIE",
+    "ConfigField",
     "Level",
     "Option",
     "Shortcut",

@@ -59,6 +59,33 @@ class Option:
 
 
 @dataclass(frozen=True)
+class ConfigField:
+    """One of a task type's settings (a key of its config) as the study builder shows it.
+
+    ``kind`` says how it is typed: ``text`` (one line), ``whole_number``,
+    ``boolean`` (a checkbox), ``lines`` (a list of texts, one per line; ``count``
+    fixes how many), ``numbers`` (whole numbers separated by commas) or
+    ``options`` (a list of ``{"value", "label"}``, one ``value: label`` per line).
+    The task type's ``check_config`` stays the judge of what makes sense.
+    """
+
+    key: str
+    kind: str
+    label: str
+    help_text: str = ""
+    count: int | None = None
+
+
+#: Sample jokes for the study builder's preview of the rater's page (never stored).
+SAMPLE_JOKES = (
+    "I told my wife she was drawing her eyebrows too high. She looked surprised.",
+    "I used to hate facial hair, but then it grew on me.",
+    "Why don't skeletons fight each other? They don't have the guts.",
+    "I'm reading a book about anti-gravity. It's impossible to put down.",
+)
+
+
+@dataclass(frozen=True)
 class Shortcut:
     """A line of the instructions page's keyboard table."""
 
@@ -85,6 +112,18 @@ class TaskType(ABC):
     #: The value field a bare gold cell fills ("rating", "label", "choice", "votes",
     #: "replacement", "text"); empty when gold must be written as the whole object.
     gold_field: ClassVar[str] = ""
+    #: The settings of ``default_config`` as the study builder's fields: every key once (docs/study-builder.md).
+    config_fields: ClassVar[tuple[ConfigField, ...]] = ()
+    #: The item the builder's preview shows; ``candidates`` is filled from SAMPLE_JOKES when left empty.
+    sample_prompt: ClassVar[str] = ""
+    sample_text: ClassVar[str] = ""
+
+    def sample_item(self) -> tuple[str, str, list[str]]:
+        """The preview's sample item: prompt, text and candidate texts (as many as an item takes, up to four)."""
+        low, high = self.candidates
+        wanted = max(low, min(4 if high is None else high, 4))
+        text = self.sample_text or ("" if wanted else SAMPLE_JOKES[0])
+        return self.sample_prompt, text, list(SAMPLE_JOKES[:wanted])
 
     def config(self, study_config: dict[str, Any] | None) -> dict[str, Any]:
         """The study's config merged over this type's defaults, validated."""

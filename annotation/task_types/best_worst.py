@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
 from ..languages import platform_text
-from .base import PICK_BEST, PICK_WORST, Level, Shortcut, TaskType, require_dict
+from .base import PICK_BEST, PICK_WORST, ConfigField, Level, Shortcut, TaskType, require_dict
 
 BEST, WORST = PICK_BEST, PICK_WORST
 
@@ -44,6 +44,10 @@ class BestWorst(TaskType):
     shuffle_candidates = True
     default_config = {"best_label": gettext_noop("Funniest"), "worst_label": gettext_noop("Least funny")}
     question = gettext_noop("Which joke is the funniest, and which the least funny?")
+    config_fields = (
+        ConfigField("best_label", "text", "Label of the best pick", "Such as “Funniest”."),
+        ConfigField("worst_label", "text", "Label of the worst pick", "Such as “Least funny”."),
+    )
 
     def check_config(self, config: dict[str, Any]) -> None:
         for field in ("best_label", "worst_label"):

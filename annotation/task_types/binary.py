@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_noop
 
-from .base import Level, Option, TaskType, require_dict
+from .base import ConfigField, Level, Option, TaskType, require_dict
 
 
 class BinaryLabel(TaskType):
@@ -27,6 +27,18 @@ class BinaryLabel(TaskType):
     question = gettext_noop("Which label fits?")
     dichotomous = True
     gold_field = "label"
+    config_fields = (
+        ConfigField(
+            "options",
+            "options",
+            "Labels",
+            "Two lines, each “value: label” — the value is stored, the label shown.",
+            count=2,
+        ),
+        ConfigField(
+            "positive", "text", "Positive label", "The value of the label that counts as a hit (for MCC, FPR, FNR)."
+        ),
+    )
 
     def _values(self, config: dict[str, Any]) -> list[str]:
         return [str(o["value"]) for o in config["options"]]

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
-from .base import Level, Shortcut, TaskType, check_storable, require_dict
+from .base import ConfigField, Level, Shortcut, TaskType, check_storable, require_dict
 
 MARKED_TOKEN = re.compile(r"<([^<>/]+)/>")
 ONE_WORD = re.compile(r"^[^\s<>]+$")
@@ -89,6 +89,8 @@ class MicroEdit(TaskType):
     default_config = {"max_length": 40}
     question = gettext_noop("Replace the marked word to make the headline funny")
     gold_field = "replacement"
+    config_fields = (ConfigField("max_length", "whole_number", "Longest replacement word (characters)"),)
+    sample_text = "Mayor announces new <bridge/>"
 
     def check_item_text(self, text: str) -> None:
         marked_token(text)
@@ -124,6 +126,10 @@ class WrittenExplanation(TaskType):
     default_config = {"min_length": 10, "max_length": 2000}
     question = gettext_noop("Explain the joke")
     gold_field = "text"
+    config_fields = (
+        ConfigField("min_length", "whole_number", "Shortest explanation (characters)"),
+        ConfigField("max_length", "whole_number", "Longest explanation (characters)"),
+    )
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
         return [Shortcut(("Ctrl+Enter", "⌘+Enter"), gettext("Submit your explanation"))]

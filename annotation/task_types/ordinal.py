@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
 from ..languages import platform_text
-from .base import Level, Option, TaskType, require_dict
+from .base import ConfigField, Level, Option, TaskType, require_dict
 
 FUNNINESS_0_3 = {
     "points": [0, 1, 2, 3],
@@ -31,6 +31,10 @@ class OrdinalScale(TaskType):
     default_config = FUNNINESS_0_3
     question = gettext_noop("How funny is this?")
     gold_field = "rating"
+    config_fields = (
+        ConfigField("points", "numbers", "Points", "The scale's values, ascending, separated by commas: 0, 1, 2, 3."),
+        ConfigField("labels", "lines", "Labels", "One label per point, one per line, in the same order."),
+    )
 
     def check_config(self, config: dict[str, Any]) -> None:
         points, labels = config.get("points"), config.get("labels")

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_noop
 
 from ..languages import platform_text
-from .base import TIE, Level, Option, TaskType, posted_position, require_dict
+from .base import TIE, ConfigField, Level, Option, TaskType, posted_position, require_dict
 
 # Keys a-b-t press the first, second and tie buttons as well as 1-2-3.
 LETTERS = {"0": "a", "1": "b", TIE: "t"}
@@ -29,6 +29,11 @@ class PairwiseChoice(TaskType):
     default_config = {"labels": ["A", "B", gettext_noop("Tie")], "allow_tie": True, "side_by_side": True}
     question = gettext_noop("Which one is funnier?")
     gold_field = "choice"
+    config_fields = (
+        ConfigField("labels", "lines", "Button labels", "Three lines: the first, the second and the tie.", count=3),
+        ConfigField("allow_tie", "boolean", "Allow a tie"),
+        ConfigField("side_by_side", "boolean", "Show the two side by side on wide screens"),
+    )
 
     def check_config(self, config: dict[str, Any]) -> None:
         labels = config.get("labels")

@@ -21,6 +21,8 @@ class PickOne(TaskType):
     shuffle_candidates = True
     default_config = {"question": gettext_noop("Which one is the funniest?")}
     gold_field = "choice"
+    # The question is a setting every type has (the builder's task section): nothing of its own.
+    config_fields = ()
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
         return [Shortcut(("1", "9"), gettext("Choose the option with that number"), joiner="to")]

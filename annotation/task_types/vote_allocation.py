@@ -10,7 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext, gettext_noop
 
-from .base import Level, Shortcut, TaskType, require_dict
+from .base import ConfigField, Level, Shortcut, TaskType, require_dict
 
 
 def _posted_count(posted: Any, field: str) -> int:
@@ -32,6 +32,15 @@ class VoteAllocation(TaskType):
     question = gettext_noop("Give your votes to the funniest responses")
     public_leaderboard = True
     gold_field = "votes"
+    config_fields = (
+        ConfigField(
+            "max_votes",
+            "whole_number",
+            "Votes per item",
+            "How many votes a rater spreads over an item's responses (1 to 20).",
+        ),
+        ConfigField("allow_repeat", "boolean", "Several votes may go to one response"),
+    )
 
     def shortcuts(self, config: dict[str, Any]) -> list[Shortcut]:
         return [

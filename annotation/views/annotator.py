@@ -230,28 +230,37 @@ def _item_context(
     posted: Any = None,
 ) -> dict[str, Any]:
     study = enrollment.study
+    context = item_form_context(study, shown_item(assignment=assignment), posted=posted or {})
+    context.update(
+        {
+            "assignment_id": assignment.pk,
+            "progress": annotator_progress(enrollment=enrollment),
+            "error": error,
+            "notice": notice,
+            "item_url": reverse("annotator:item", args=[study.entry_token]),
+            "lease_url": reverse("annotator:lease", args=[study.entry_token]),
+            "heartbeat_seconds": heartbeat_seconds(),
+            "preview": enrollment.rater.is_preview,
+            "expert": enrollment.rater.kind == Rater.Kind.EXPERT,
+        }
+    )
+    return context
+
+
+def item_form_context(study: Study, item: Any, *, posted: Any) -> dict[str, Any]:
+    """What the item card shows of one item, whoever looks: a rater, or the study builder's preview
+    (an unsaved study and a sample item; annotation/views/builder.py)."""
     task_type = get_task_type(study.task_type)
     config = task_type.config(study.config)
-    item = shown_item(assignment=assignment)
-    posted = posted or {}
     context: dict[str, Any] = {
         "study": study,
-        "assignment_id": assignment.pk,
         "item": item,
         "task": task_type.name,
         "task_template": task_type.template,
         "question": platform_text(config.get("question") or task_type.question),
         "buttons": _buttons(task_type, config),
         "config": config,
-        "progress": annotator_progress(enrollment=enrollment),
         "language": _language(study),
-        "error": error,
-        "notice": notice,
-        "item_url": reverse("annotator:item", args=[study.entry_token]),
-        "lease_url": reverse("annotator:lease", args=[study.entry_token]),
-        "heartbeat_seconds": heartbeat_seconds(),
-        "preview": enrollment.rater.is_preview,
-        "expert": enrollment.rater.kind == Rater.Kind.EXPERT,
     }
     context.update(task_type.form_context(item=item, config=config, posted=posted))
     context.update(_item_parts(study, item))

@@ -26,7 +26,7 @@ from ..allocation.state import allocation_summary
 from ..api.permissions import is_researcher
 from ..audit import acting_as, audit_record
 from ..expert_panel import invitations_with_progress
-from ..forms import InvitationForm, ItemUploadForm, StudyCreateForm, StudySettingsForm
+from ..forms import InvitationForm, ItemUploadForm
 from ..importers import FileProblem, item_import_start
 from ..json_limits import DataTooComplex, load_yaml
 from ..models import AuditEntry, ItemImport, Study
@@ -34,7 +34,7 @@ from ..rater_steps import allowlist_csv, rater_steps_dump, rater_steps_save, stu
 from ..selectors import researcher as selectors
 from ..selectors.annotator import study_is_full
 from ..services.enrollment import invitation_create
-from ..services.studies import study_create, study_set_state, study_update
+from ..services.studies import study_set_state
 from ..study_files import YAML_DUMPER, study_file_json_chunks, study_file_yaml_chunks
 from ..task_types import TIE, get_task_type
 
@@ -69,62 +69,25 @@ def _entry_link(request: HttpRequest, study: Study) -> str:
     return base if study.recruitment == Study.Recruitment.MTURK else base + PROLIFIC_QUERY
 
 
-def _add_errors(form: Any, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for name, errors in exc.error_dict.items():
-            form.add_error(name if name in form.fields else None, errors)
-    else:
-        form.add_error(None, exc)
-
-
 @researcher_required
 def study_list(request: HttpRequest) -> HttpResponse:
     return render(request, "researcher/study_list.html", {"studies": selectors.studies_owned(user=request.user)})
 
 
 @researcher_required
-def study_new(request: HttpRequest) -> HttpResponse:
-    form = StudyCreateForm(request.POST or None, instance=Study())
-    if request.method == "POST" and form.is_valid():
-        changes = form.changes()
-        try:
-            study = study_create(
-                owner=request.user,
-                actor=request.user,
-                name=changes.pop("name"),
-                task_type=form.cleaned_data["task_type"],
-                config=changes.pop("config"),
-                **changes,
-            )
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, f"Created “{study.name}”. Next, upload its items.")
-            return redirect("researcher:study_items", pk=study.pk)
-    return render(request, "researcher/study_new.html", {"form": form})
-
-
-@researcher_required
 def study_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    from .builder import builder_context, study_preview_html, study_settings_save
+
     study = _study_for_user(request, pk)
-    form = StudySettingsForm(request.POST or None, instance=study)
-    if request.method == "POST" and form.is_valid():
-        changes = form.changes()
-        if changes["config"] == study.config:
-            # Unchanged: the service refuses any config change once judgments exist.
-            changes.pop("config")
-        try:
-            study_update(study=study, actor=request.user, **changes)
-        except ValidationError as exc:
-            _add_errors(form, exc)
-        else:
-            messages.success(request, "Settings saved.")
-            return redirect("researcher:study_detail", pk=study.pk)
+    form, saved = study_settings_save(request, study)
+    if saved:
+        messages.success(request, "Settings saved.")
+        return redirect("researcher:study_detail", pk=study.pk)
     if form.errors:
         study.refresh_from_db()
     context = {
+        **builder_context(form, preview=study_preview_html(request, study)),
         "study": study,
-        "form": form,
         "entry_link": _entry_link(request, study),
         "external_question": (
             mturk.external_question_xml(_entry_link(request, study))

@@ -207,6 +207,6 @@ class TestStudyPages:
     def test_the_new_study_form_explains_and_creates_nothing(self, client, researcher, overrides, message):
         client.force_login(researcher)
         response = client.post(self.url, self.form(**overrides))
-        assert response.status_code == 200
+        assert response.status_code == 400
         assert message in response.content.decode()
         assert Study.objects.count() == 0

@@ -143,7 +143,7 @@ class TestStudyNew:
     )
     def test_it_explains_a_bad_config_and_creates_nothing(self, rita, config, message):
         response = rita.post(self.url, self.form(config=config))
-        assert response.status_code == 200
+        assert response.status_code == 400
         assert message.encode() in response.content
         assert Study.objects.count() == 0
 

@@ -47,7 +47,7 @@ class TestTheStudyPage:
         client.force_login(researcher)
         form = page_form(name="Jokes", config=json.dumps({"language": language}))
         response = client.post(reverse("researcher:study_new"), form)
-        assert response.status_code == 200
+        assert response.status_code == 400
         errors = response.context["form"].errors["config"]
         assert len(errors) == 1 and errors[0].startswith("Language: ")
         assert Study.objects.count() == 0

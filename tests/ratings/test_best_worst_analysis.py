@@ -104,8 +104,19 @@ class TestAnalysisPage:
         html = analysis_page(client, researcher, judged)
         assert "Best–worst scores" in html
         assert "6 judgments of 2 items by 3 raters" in html
+        # No "higher rating" to break a tie between picks: the rule is not offered.
+        assert 'name="tie"' not in html and "higher rating" not in html
         assert "Krippendorff's α (nominal), funniest pick</th><td>1.000" in html
         assert '<th scope="row">k2</th><td>-0.667</td>' in html
+
+    def test_the_tie_rules_fit_the_task_type(self):
+        from annotation.task_types import TASK_TYPES, Level
+        from ratings.analysis import default_tie_rule, tie_rules_for
+
+        for kind in TASK_TYPES.values():
+            rules = tie_rules_for(kind.level)
+            assert ("higher" in rules) == (kind.level == Level.ORDINAL), kind.name
+            assert default_tie_rule(kind.level) in rules
 
 
 class TestExports:
@@ -162,7 +173,7 @@ class TestTwoCandidatesOfOneContestant:
 
     def test_the_analysis_page_shows_the_scores(self, client, researcher, same_model_twice):
         html = analysis_page(client, researcher, same_model_twice)
-        assert "2 judgments of 1 items by 2 raters" in html
+        assert "2 judgments of 1 item by 2 raters" in html
         # m0: one best and one worst over four appearances (two per judgment); m1 best once, m2 worst once, in two.
         assert '<th scope="row">m0</th><td>0.000</td>' in html
         assert '<th scope="row">m1</th><td>0.500</td>' in html

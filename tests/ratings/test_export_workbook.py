@@ -142,6 +142,56 @@ class TestColumnWidths:
             assert width(sheet, cell.column) >= len("2026-01-01 00:00:00")
 
 
+class TestReadableLayout:
+    """Frozen headers, filters, number formats and print set-up, as openpyxl reads them back."""
+
+    def test_each_table_freezes_and_filters_under_its_header(self, exported):
+        _, path = exported
+        book = load_workbook(path)
+        for name in ("Items", "Ratings", "Rater stats"):
+            sheet = book[name]
+            header = [c for c in next(sheet.iter_rows(min_row=1, max_row=1, values_only=True)) if c is not None]
+            frozen = sheet.freeze_panes
+            assert frozen is not None and frozen.endswith("2"), (name, frozen)
+            assert sheet.auto_filter.ref and sheet.auto_filter.ref.startswith("A1:"), name
+            last_row = int("".join(ch for ch in sheet.auto_filter.ref.split(":")[1] if ch.isdigit()))
+            assert last_row == sheet.max_row or name == "Rater stats", (name, sheet.auto_filter.ref)
+            assert sheet.print_title_rows == "$1:$1", name
+            assert len(header) > 1
+
+    def test_every_sheet_prints_landscape_one_page_wide(self, exported):
+        _, path = exported
+        for sheet in load_workbook(path):
+            assert sheet.page_setup.orientation == "landscape", sheet.title
+            assert sheet.sheet_properties.pageSetUpPr.fitToPage, sheet.title
+            # One page wide (1 is the file format's default, left unwritten), as many pages tall as needed.
+            assert sheet.page_setup.fitToWidth in (None, 1), sheet.title
+            assert sheet.page_setup.fitToHeight == 0, sheet.title
+
+    def test_sds_show_three_decimals_at_most_and_keep_every_digit(self, exported):
+        _, path = exported
+        sheet = load_workbook(path)["Rater stats"]
+        header = [c.value for c in sheet[1]]
+        sd = sheet.cell(row=2, column=header.index("SD") + 1)
+        assert isinstance(sd.value, float) and not sd.value.is_integer()
+        assert sd.number_format == "0.0##"
+        assert len(repr(sd.value)) > 6  # the cell keeps the full value; only the display rounds
+        counts = sheet.cell(row=2, column=header.index("Judgments (n)") + 1)
+        assert counts.number_format == "General"
+
+    def test_a_tiny_number_is_not_shown_as_zero(self, tmp_path):
+        from ratings.exports.xlsx_book import Book
+
+        path = tmp_path / "tiny.xlsx"
+        book = Book(str(path))
+        sheet = book.sheet("Figures")
+        sheet.append(["p", "mean"], bold=True)
+        sheet.append([2e-9, 2.5])
+        book.close()
+        cells = load_workbook(path)["Figures"][2]
+        assert (cells[0].number_format, cells[1].number_format) == ("0.00E+00", "0.0##")
+
+
 class TestItemsSheet:
     def test_items_are_sorted_by_descending_consensus(self, exported):
         _, path = exported

@@ -71,6 +71,42 @@ def test_each_figure_is_valid_png_and_svg(name):
     check(FIGURES[name]())
 
 
+# The report's column shows a figure at most this wide (main is 60rem); a wider PNG is scaled down with its text.
+SHOWN_WIDTH_PX = 900
+MIN_TEXT_PX = 10
+
+
+def smallest_text_shown(plot: plots.Plot) -> float:
+    """The smallest text of the figure in CSS pixels, as the report page shows it."""
+    import re
+
+    from PIL import Image
+
+    root = check(plot)
+    svg_width = float(root.get("width").removesuffix("pt"))
+    png_width = Image.open(__import__("io").BytesIO(plot.png)).size[0]
+    px_per_unit = min(png_width, SHOWN_WIDTH_PX) / svg_width
+    sizes = [float(m) for m in re.findall(r"font-size: ([\d.]+)px", plot.svg)]
+    assert sizes, "no text found"
+    return min(sizes) * px_per_unit
+
+
+BIG_FEATURES = [f"win: feature number {i}" for i in range(30)]
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_each_figures_text_is_legible_at_page_size(name):
+    assert smallest_text_shown(FIGURES[name]()) >= MIN_TEXT_PX
+
+
+def test_a_feature_heatmap_of_many_features_grows_down_and_stays_legible():
+    contestants = [f"model-{i}" for i in range(6)]
+    shares = [[(i * j % 10) / 10 for j in range(len(BIG_FEATURES))] for i in range(len(contestants))]
+    plot = plots.feature_heatmap(contestants, BIG_FEATURES, shares, judge="gpt")
+    assert smallest_text_shown(plot) >= MIN_TEXT_PX
+    assert "feature number 29" in texts(check(plot))
+
+
 def test_an_empty_figure_says_why():
     root = check(plots.leaderboard([]))
     assert "No pairwise judgments" in texts(root)

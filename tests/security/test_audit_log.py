@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from annotation.audit import REDACTED, acting_as, audit_record
+from annotation.audit import SECRET_NEW, SECRET_OLD, SECRET_SET, acting_as, audit_record
 from annotation.models import AuditEntry, Study
 from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 
@@ -183,9 +183,25 @@ class TestServices:
         study_update(study=study, actor=researcher, completion_code="NEW-CODE")
         dumped = json.dumps(list(AuditEntry.objects.filter(study=study).values_list("changes", flat=True)))
         assert "OLD-CODE" not in dumped and "NEW-CODE" not in dumped
-        assert last_entry(study).changes == {"completion_code": [REDACTED, REDACTED]}
+        assert last_entry(study).changes == {"completion_code": [SECRET_OLD, SECRET_NEW]}
         audit_record(study=study, action="updated", actor=researcher, changes={"entry_token": ["a", "b"]})
-        assert last_entry(study).changes == {"entry_token": [REDACTED, REDACTED]}
+        assert last_entry(study).changes == {"entry_token": [SECRET_OLD, SECRET_NEW]}
+
+    def test_the_log_shows_real_changes_only(self, client, researcher):
+        """Untouched codes are not logged; a code set or cleared says so; the page shows none of "(changed)"."""
+        study = study_create(owner=researcher, name="Codes", task_type="ordinal", completion_code="SECRET-1")
+        created = last_entry(study).changes
+        assert created["completion_code"] == [None, SECRET_SET]
+        assert "no_work_code" not in created and "description" not in created
+        study_update(study=study, actor=researcher, quota_per_item=7, no_work_code="NOWORK-1")
+        assert last_entry(study).changes == {"quota_per_item": [3, 7], "no_work_code": [None, SECRET_SET]}
+        study_update(study=study, actor=researcher, no_work_code="", failed_checks_code="")
+        assert last_entry(study).changes == {"no_work_code": [SECRET_SET, None]}
+        client.force_login(researcher)
+        page = client.get(reverse("researcher:study_detail", args=[study.pk])).content.decode()
+        log = page[page.index('id="audit-heading"') :]
+        assert "(changed)" not in log and "NOWORK-1" not in log and "SECRET-1" not in log
+        assert "<code>quota_per_item</code>: 3 → 7" in log and f"<code>no_work_code</code>: {SECRET_SET} → —" in log
 
     def test_a_deleted_studys_entries_keep_its_name(self, researcher):
         study = study_create(owner=researcher, name="Short-lived", task_type="ordinal")

@@ -150,6 +150,9 @@ MATRIX: dict[str, Route] = {
     # The researcher's pages.
     "researcher:study_list": Route(PAGE, ("GET",), scope=GLOBAL),
     "researcher:study_new": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "researcher:study_upload": Route(PAGE, ("POST",), scope=GLOBAL),
+    "researcher:builder_check_new": Route(PAGE, ("POST",), scope=GLOBAL),
+    "researcher:builder_check": Route(PAGE, ("POST",), study),
     "researcher:study_detail": Route(PAGE, ("GET", "POST"), study),
     "researcher:study_state": Route(PAGE, ("POST",), study),
     "researcher:study_items": Route(PAGE, ("GET", "POST"), study),
@@ -175,6 +178,7 @@ MATRIX: dict[str, Route] = {
     "judging:judge_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
     "judging:baselines_add": Route(PAGE, ("POST",), scope=GLOBAL),
     "judging:judge_edit": Route(PAGE, ("GET", "POST"), lambda w: {"pk": w.judge.pk}),
+    "judging:judge_test": Route(PAGE, ("POST",), lambda w: {"pk": w.judge.pk}),
     "judging:template_list": Route(
         PAGE, ("GET", "POST"), scope=GLOBAL, why="each researcher lists their own templates and the built-ins"
     ),
