@@ -28,7 +28,7 @@ from .json_limits import DataTooComplex, load_json
 from .models import Study
 from .outcomes import SESSION_OUTCOMES
 from .study_files import config_problems
-from .study_settings import SETTINGS_BY_NAME, STUDY_SETTINGS
+from .study_settings import KEPT_WHEN_LEFT_OUT, SETTINGS_BY_NAME, STUDY_SETTINGS
 from .task_types import TASK_TYPES, ConfigField, TaskType, get_task_type
 
 #: Settings every task type's config takes besides its own (study_files.COMMON_CONFIG_KEYS), as fields.
@@ -155,17 +155,17 @@ class SettingsSectionForm(SectionForm):
             code = self.fields["completion_code"]
             code.required = False
             code.help_text = "Shown to crowdworkers at the end (use Prolific's code); empty keeps the current one."
-        for name in ("recruitment", "min_answers"):
+        for name in KEPT_WHEN_LEFT_OUT:
             # Left out of a form posted before the setting existed: keep what the study has.
             if name in self.fields:
                 self.fields[name].required = False
 
-    def clean_recruitment(self) -> str:
-        return self.cleaned_data.get("recruitment") or self.study.recruitment
-
-    def clean_min_answers(self) -> int:
-        answers = self.cleaned_data.get("min_answers")
-        return self.study.min_answers if answers is None else answers
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        for name in KEPT_WHEN_LEFT_OUT:
+            if name in self.fields and cleaned.get(name) in (None, ""):
+                cleaned[name] = getattr(self.study, name)
+        return cleaned
 
     def clean_completion_code(self) -> str:
         # Empty keeps the current code (a new study's is its random default).
@@ -334,10 +334,37 @@ register_builder_section(
         "Quality",
         _settings_section(
             "quality",
-            ("attention_check_rate", "attention_check_policy", "attention_check_max_failures", "min_seconds_per_item"),
+            (
+                "attention_check_rate",
+                "attention_check_policy",
+                "attention_check_max_failures",
+                "min_seconds_per_item",
+                "qualification_mode",
+            ),
         ),
         40,
-        "Attention checks (items marked as checks in the item file) and answers given too fast.",
+        "Attention checks (items marked as checks in the item file), answers given too fast, and who is admitted "
+        "(the qualification test itself is on the study's Qualification and questions page).",
+    )
+)
+register_builder_section(
+    BuilderSection(
+        "allocation",
+        "How judgments are spent",
+        _settings_section(
+            "allocation",
+            (
+                "allocation_policy",
+                "allocation_k",
+                "allocation_delta",
+                "allocation_target_width",
+                "allocation_passive_share",
+                "allocation_budget",
+            ),
+        ),
+        35,
+        "Every item its quota (uniform), or adaptively: the top k, each mean to a target width, or the pairs that "
+        "most sharpen a ranking (docs/adaptive.md).",
     )
 )
 register_builder_section(

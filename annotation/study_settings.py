@@ -322,3 +322,16 @@ def study_settings_problems(values: dict[str, Any]) -> dict[str, list[str]]:
         if setting is not None and (found := setting.problems(value)):
             problems[name] = found
     return problems
+
+
+#: Settings added after the study form was first published: a form posted without them keeps the study's value.
+KEPT_WHEN_LEFT_OUT = (
+    "recruitment",
+    "min_answers",
+    "allocation_policy",
+    "allocation_k",
+    "allocation_delta",
+    "allocation_target_width",
+    "allocation_passive_share",
+    "qualification_mode",
+)
