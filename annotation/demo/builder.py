@@ -32,6 +32,8 @@ from ..task_types.free_text import apply_edit, marked_token
 DATA_DIR = Path(__file__).resolve().parent / "data"
 # One file per protocol of PROTOCOLS.md, in the order the page lists them.
 PROTOCOLS = ("humorrank", "jest", "oogiri", "chumor", "semeval2020t7")
+# Studies whose items carry pictures (cartoons drawn at load time: ``cartoons.py``).
+PICTURE_STUDIES = "pictures"
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a documented local-only login
 
@@ -48,6 +50,8 @@ class DemoStudy:
     # A protocol data file beside the YAML, imported through the protocol's own importer
     # (items and the answers it holds), so the demo's protocol report has numbers to show.
     import_file: str | None = None
+    # Pictures to attach once the items exist, by item id: drawn, stored and attached by ``_attach``.
+    pictures: dict[str, list[PictureSpec]] = field(default_factory=dict)
 
     @property
     def protocol(self) -> str:
@@ -57,6 +61,16 @@ class DemoStudy:
     def slug(self) -> str:
         # The slug study_create gives a new study of this name.
         return slugify(self.name)[:60]
+
+
+@dataclass(frozen=True)
+class PictureSpec:
+    """One of the demo's cartoons on an item: the scene drawn, its role on the item, its alt text."""
+
+    scene: str
+    role: str
+    alt: str
+    candidate_key: str = ""
 
 
 class DemoLoginRefused(Exception):
@@ -77,10 +91,12 @@ def demo_studies() -> list[DemoStudy]:
     for protocol in PROTOCOLS:
         data = yaml.safe_load((DATA_DIR / f"{protocol}.yaml").read_text(encoding="utf-8"))
         studies.extend(_study_from(raw) for raw in data["studies"])
+    data = yaml.safe_load((DATA_DIR / f"{PICTURE_STUDIES}.yaml").read_text(encoding="utf-8"))
+    studies.extend(_study_from(raw, cartoons=data["cartoons"]) for raw in data["studies"])
     return studies
 
 
-def _study_from(raw: dict[str, Any]) -> DemoStudy:
+def _study_from(raw: dict[str, Any], *, cartoons: list[dict[str, Any]] | None = None) -> DemoStudy:
     settings = dict(raw.get("settings") or {})
     settings["protocol"] = raw["protocol"]
     settings["consent_text"] = " ".join(raw["consent"].split())
@@ -91,8 +107,17 @@ def _study_from(raw: dict[str, Any]) -> DemoStudy:
         items = contest_items(raw["contest"])
     elif "graded_edits" in raw:
         items = graded_edit_items(raw["graded_edits"])
+    elif "cartoon_items" in raw:
+        items = caption_items(cartoons or [], pairs=raw["cartoon_items"] == "pairs")
     else:
         items = [_item(row) for row in raw.get("items") or []]
+    pictures = {
+        row["id"]: [PictureSpec(p["scene"], p["role"], p["alt"], p.get("candidate", "")) for p in row["pictures"]]
+        for row in raw.get("items") or []
+        if row.get("pictures")
+    }
+    if "cartoon_items" in raw:
+        pictures = {item.external_id: [PictureSpec(*item.metadata["cartoon"])] for item in items}
     return DemoStudy(
         name=raw["name"],
         task_type=raw["task_type"],
@@ -100,7 +125,34 @@ def _study_from(raw: dict[str, Any]) -> DemoStudy:
         settings=settings,
         items=items,
         import_file=raw.get("import_file"),
+        pictures=pictures,
     )
+
+
+def caption_items(cartoons: list[dict[str, Any]], *, pairs: bool) -> list[ItemSpec]:
+    """The caption contest's items: each caption under its cartoon, or (``pairs``) each two neighbouring
+    captions of a cartoon side by side. The cartoon (scene, role, alt) rides in the metadata for ``_attach``."""
+    items = []
+    for cartoon in cartoons:
+        scene, captions = cartoon["scene"], cartoon["captions"]
+        picture = (scene, "prompt", " ".join(cartoon["alt"].split()))
+        metadata = {"cartoon": list(picture)}
+        if not pairs:
+            items += [
+                ItemSpec(external_id=f"{scene}:{n}", text=caption, metadata=metadata, row=f"demo cartoon {scene}")
+                for n, caption in enumerate(captions, start=1)
+            ]
+            continue
+        for n in range(len(captions) - 1):
+            items.append(
+                ItemSpec(
+                    external_id=f"{scene}:{n + 1}-vs-{n + 2}",
+                    candidates=[CandidateSpec(key=f"caption-{m + 1}", text=captions[m]) for m in (n, n + 1)],
+                    metadata=metadata,
+                    row=f"demo cartoon {scene}",
+                )
+            )
+    return items
 
 
 def _item(row: dict[str, Any]) -> ItemSpec:
@@ -221,7 +273,29 @@ def _build(demo: DemoStudy, owner: AbstractBaseUser) -> Study:
             items_create(study=study, items=demo.items)
         if demo.import_file:
             _import(study, DATA_DIR / demo.import_file)
+        if demo.pictures:
+            _attach(study, demo.pictures)
         return study_set_state(study=study, state=Study.State.OPEN)
+
+
+def _attach(study: Study, pictures: dict[str, list[PictureSpec]]) -> None:
+    """Draw each cartoon once, store it through the media home and attach it to its items."""
+    from ..media import media_attach, media_store
+    from .cartoons import draw
+
+    drawn = {scene: draw(scene) for scene in {p.scene for specs in pictures.values() for p in specs}}
+    stored = {scene: media_store(study=study, data=data, name=f"{scene}.png") for scene, data in drawn.items()}
+    items = {item.external_id: item for item in study.items.filter(external_id__in=list(pictures))}
+    for external_id, specs in pictures.items():
+        for position, spec in enumerate(specs):
+            media_attach(
+                media=stored[spec.scene],
+                item=items[external_id],
+                role=spec.role,
+                alt=spec.alt,
+                candidate_key=spec.candidate_key,
+                position=position,
+            )
 
 
 def _import(study: Study, path: Path) -> None:
