@@ -404,6 +404,7 @@ class ItemImport(LeasedJob):
         CSV = "csv", "CSV"
         XLSX = "xlsx", "Excel (XLSX)"
         JSONL = "jsonl", "JSON Lines"
+        ZIP = "zip", "Archive (an item file and its media)"
 
     Status = JobStatus
 
@@ -476,3 +477,75 @@ class AuditEntry(models.Model):
     def change_rows(self) -> list[tuple[str, object, object]]:
         """(field, old, new) rows; templates cannot use ``changes.items`` when a field is named "items"."""
         return [(name, *values) for name, values in sorted(self.changes.items())]
+
+
+def _media_public_id() -> str:
+    return secrets.token_urlsafe(16)
+
+
+class MediaFile(models.Model):
+    """An image (or sound, or short video) stored once per study, named by the hash of its bytes.
+
+    The stored bytes are the checked ones (``annotation.media.checks``: type by content, limits,
+    metadata stripped), so ``sha256`` is the hash of what is served. ``public_id`` is what URLs
+    and exports name; ``original_name`` is kept for the researcher and never reaches a rater.
+    """
+
+    class Kind(models.TextChoices):
+        IMAGE = "image", "Image"
+        ANIMATED = "animated", "Animated image"
+        AUDIO = "audio", "Audio"
+        VIDEO = "video", "Video"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="media_files")
+    public_id = models.CharField(max_length=32, unique=True, default=_media_public_id, editable=False)
+    sha256 = models.CharField(max_length=64)
+    content_type = models.CharField(max_length=100)
+    kind = models.CharField(max_length=10, choices=Kind)
+    size_bytes = models.PositiveBigIntegerField()
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    original_name = models.CharField(max_length=255, blank=True, help_text="Never shown to raters.")
+    file = models.FileField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["study", "sha256"], name="mediafile_unique_sha_per_study")]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.content_type})"
+
+
+class MediaAttachment(models.Model):
+    """A media file shown with an item: as the item's own picture, its prompt's, or one candidate's."""
+
+    class Role(models.TextChoices):
+        ITEM = "item", "Item"
+        PROMPT = "prompt", "Prompt"
+        CANDIDATE = "candidate", "Candidate"
+
+    owner_path = "item__study__owner"
+
+    media = models.ForeignKey(MediaFile, on_delete=models.CASCADE, related_name="attachments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="media_attachments")
+    candidate = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.CASCADE, related_name="media_attachments"
+    )
+    role = models.CharField(max_length=10, choices=Role, default=Role.ITEM)
+    alt_text = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["item", "role", "position", "id"]
+        indexes = [models.Index(fields=["item", "position"], name="mediaattach_item_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role="candidate", candidate__isnull=False)
+                | (~Q(role="candidate") & Q(candidate__isnull=True)),
+                name="mediaattach_candidate_role",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}:{self.role}:{self.media_id}"

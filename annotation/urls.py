@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from .views import annotator, experts
+from .views import annotator, experts, media
 
 app_name = "annotator"
 
@@ -18,4 +18,6 @@ urlpatterns = [
     path("s/<str:entry_token>/lease/", annotator.lease, name="lease"),
     path("s/<str:entry_token>/done/", annotator.done, name="done"),
     path("s/<str:entry_token>/leaderboard/", annotator.leaderboard, name="leaderboard"),
+    # A media file of an item, by its opaque public id (annotation.views.media decides who may fetch it).
+    path("m/<str:public_id>", media.serve, name="media"),
 ]

@@ -199,6 +199,14 @@ FUNNYBONE_JOB_HEARTBEAT_SECONDS = env_int("FUNNYBONE_JOB_HEARTBEAT_SECONDS", max
 if FUNNYBONE_JOB_HEARTBEAT_SECONDS * 2 > FUNNYBONE_JOB_LEASE_SECONDS:
     raise RuntimeError("FUNNYBONE_JOB_HEARTBEAT_SECONDS must be at most half of FUNNYBONE_JOB_LEASE_SECONDS")
 FUNNYBONE_IMPORT_MAX_ATTEMPTS = env_int("FUNNYBONE_IMPORT_MAX_ATTEMPTS", 2)
+# Media on items (docs/media.md): the largest file and the most pixels (per frame) an import accepts,
+# and how many files one archive may hold.
+FUNNYBONE_MEDIA_MAX_BYTES = env_int("FUNNYBONE_MEDIA_MAX_BYTES", 10 * 1024 * 1024)
+FUNNYBONE_MEDIA_MAX_PIXELS = env_int("FUNNYBONE_MEDIA_MAX_PIXELS", 40_000_000)
+FUNNYBONE_MEDIA_MAX_FILES = env_int("FUNNYBONE_MEDIA_MAX_FILES", 5_000)
+# In production nginx sends media bytes: the view answers with X-Accel-Redirect to this internal location.
+FUNNYBONE_MEDIA_X_ACCEL = env_bool("FUNNYBONE_MEDIA_X_ACCEL", FUNNYBONE_PRODUCTION)
+FUNNYBONE_MEDIA_ACCEL_PREFIX = env_str("FUNNYBONE_MEDIA_ACCEL_PREFIX", "/_protected_media/")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
