@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils.text import slugify
 
+from ..media.store import StoredFiles
 from ..models import Study
 from ..services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
 from ..task_types.free_text import apply_edit, marked_token
@@ -117,7 +118,11 @@ def _study_from(raw: dict[str, Any], *, cartoons: list[dict[str, Any]] | None = 
         if row.get("pictures")
     }
     if "cartoon_items" in raw:
-        pictures = {item.external_id: [PictureSpec(*item.metadata["cartoon"])] for item in items}
+        alts = {cartoon["scene"]: " ".join(cartoon["alt"].split()) for cartoon in cartoons or []}
+        pictures = {
+            item.external_id: [PictureSpec(item.metadata["cartoon"], "prompt", alts[item.metadata["cartoon"]])]
+            for item in items
+        }
     return DemoStudy(
         name=raw["name"],
         task_type=raw["task_type"],
@@ -131,12 +136,11 @@ def _study_from(raw: dict[str, Any], *, cartoons: list[dict[str, Any]] | None = 
 
 def caption_items(cartoons: list[dict[str, Any]], *, pairs: bool) -> list[ItemSpec]:
     """The caption contest's items: each caption under its cartoon, or (``pairs``) each two neighbouring
-    captions of a cartoon side by side. The cartoon (scene, role, alt) rides in the metadata for ``_attach``."""
+    captions of a cartoon side by side. The cartoon's scene is in the metadata (``_study_from`` attaches it)."""
     items = []
     for cartoon in cartoons:
         scene, captions = cartoon["scene"], cartoon["captions"]
-        picture = (scene, "prompt", " ".join(cartoon["alt"].split()))
-        metadata = {"cartoon": list(picture)}
+        metadata = {"cartoon": scene}
         if not pairs:
             items += [
                 ItemSpec(external_id=f"{scene}:{n}", text=caption, metadata=metadata, row=f"demo cartoon {scene}")
@@ -266,36 +270,53 @@ def _existing(demo: DemoStudy, owner: AbstractBaseUser) -> Study | None:
 
 def _build(demo: DemoStudy, owner: AbstractBaseUser) -> Study:
     # One transaction per study: a failure leaves no half-built draft behind
-    # that a later run would mistake for an existing demo study.
-    with transaction.atomic():
-        study = study_create(owner=owner, name=demo.name, task_type=demo.task_type, config=demo.config, **demo.settings)
-        if demo.items:
-            items_create(study=study, items=demo.items)
-        if demo.import_file:
-            _import(study, DATA_DIR / demo.import_file)
-        if demo.pictures:
-            _attach(study, demo.pictures)
-        return study_set_state(study=study, state=Study.State.OPEN)
+    # that a later run would mistake for an existing demo study (nor a stored picture).
+    written = StoredFiles()
+    try:
+        with transaction.atomic():
+            study = study_create(
+                owner=owner, name=demo.name, task_type=demo.task_type, config=demo.config, **demo.settings
+            )
+            if demo.items:
+                items_create(study=study, items=demo.items)
+            if demo.import_file:
+                _import(study, DATA_DIR / demo.import_file)
+            if demo.pictures:
+                _attach(study, demo.pictures, written)
+            return study_set_state(study=study, state=Study.State.OPEN)
+    except BaseException:
+        written.discard()
+        raise
 
 
-def _attach(study: Study, pictures: dict[str, list[PictureSpec]]) -> None:
-    """Draw each cartoon once, store it through the media home and attach it to its items."""
-    from ..media import media_attach, media_store
+def _attach(study: Study, pictures: dict[str, list[PictureSpec]], written: StoredFiles) -> None:
+    """Draw each cartoon once, check and store it through the media home, attach it to its items."""
+    from ..media.checks import check_media
+    from ..media.store import media_store
+    from ..models import Candidate, MediaAttachment
     from .cartoons import draw
 
-    drawn = {scene: draw(scene) for scene in {p.scene for specs in pictures.values() for p in specs}}
-    stored = {scene: media_store(study=study, data=data, name=f"{scene}.png") for scene, data in drawn.items()}
+    scenes = sorted({p.scene for specs in pictures.values() for p in specs})
+    stored = {
+        scene: media_store(
+            study=study, checked=check_media(draw(scene), f"{scene}.png"), original_name=f"{scene}.png", written=written
+        )
+        for scene in scenes
+    }
     items = {item.external_id: item for item in study.items.filter(external_id__in=list(pictures))}
-    for external_id, specs in pictures.items():
-        for position, spec in enumerate(specs):
-            media_attach(
-                media=stored[spec.scene],
-                item=items[external_id],
-                role=spec.role,
-                alt=spec.alt,
-                candidate_key=spec.candidate_key,
-                position=position,
-            )
+    candidates = {(c.item_id, c.key): c for c in Candidate.objects.filter(item__in=items.values())}
+    MediaAttachment.objects.bulk_create(
+        MediaAttachment(
+            media=stored[spec.scene],
+            item=items[external_id],
+            candidate=candidates[(items[external_id].pk, spec.candidate_key)] if spec.candidate_key else None,
+            role=spec.role,
+            alt_text=spec.alt,
+            position=position,
+        )
+        for external_id, specs in pictures.items()
+        for position, spec in enumerate(specs)
+    )
 
 
 def _import(study: Study, path: Path) -> None:

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from annotation.media import MediaRef, media_data_uri
 from django.core.exceptions import ValidationError
 
+from annotation.media import MediaRef, media_data_uri
 from annotation.models import Item, MediaAttachment, Study
 
 from .render import LETTERS

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from annotation.media import item_media
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -24,6 +23,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
+from annotation.media import item_media
 from annotation.models import Candidate, Item, Study
 from annotation.task_types import get_task_type
 

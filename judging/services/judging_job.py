@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from annotation.media import item_media
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.media import item_media
 from annotation.models import Assignment, Judgment
 from annotation.services.assignment import assignments_for_judge
 from annotation.services.judgments import ModelAnswer, judgment_retry, judgment_submit, judgments_submit_many
