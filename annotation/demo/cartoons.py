@@ -7,6 +7,7 @@ same bytes every time (no randomness, no fonts), so loading the demo twice store
 
 import io
 from collections.abc import Callable
+from functools import cache
 
 from PIL import Image, ImageDraw
 
@@ -118,6 +119,7 @@ SCENES: dict[str, Callable[[Draw], None]] = {
 }
 
 
+@cache
 def draw(name: str) -> bytes:
     """The named scene as PNG bytes (KeyError for a scene that does not exist)."""
     scene = SCENES[name]
