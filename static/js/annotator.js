@@ -199,6 +199,8 @@
     }
     // Typing is typing: a micro-edit's Enter submits its form natively.
     if (isTyping(target) || event.ctrlKey || event.metaKey) return;
+    // Enter on a focused link follows it (a picture's link opens it larger); it submits nothing.
+    if (event.key === "Enter" && target.closest && target.closest("a[href]")) return;
 
     // Each form says by its fieldset which keys it takes; plain answer buttons otherwise.
     var handled;
