@@ -11,6 +11,7 @@ class AnnotationConfig(AppConfig):
 
         from . import study_changes
         from .logins import on_logged_in, on_login_failed
+        from .media import store  # noqa: F401 - its signal removes a deleted media file's bytes
         from .ratelimit import shared_cache_check
 
         checks.register(shared_cache_check, checks.Tags.security, deploy=True)

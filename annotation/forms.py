@@ -182,7 +182,7 @@ class StudyCreateForm(StudySettingsForm):
 
 
 class ItemUploadForm(forms.Form):
-    file = forms.FileField(help_text="CSV (UTF-8), XLSX or JSON Lines.")
+    file = forms.FileField(help_text="CSV (UTF-8), XLSX or JSON Lines; or a ZIP of one of them and its media.")
     replace = forms.BooleanField(required=False, label="Replace the study's items (only while it has no judgments)")
 
 

@@ -156,3 +156,101 @@ def huge_int_jsonl(digits: int = 5_000) -> bytes:
         + b"9" * digits
         + b"}\n"
     )
+
+
+# -- media files (docs/media.md) -----------------------------------------------------
+
+
+def png(size: tuple[int, int] = (40, 30), color: tuple[int, int, int] = (200, 40, 40)) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def jpeg_with_gps() -> bytes:
+    """A JPEG whose EXIF names a place (GPS latitude and longitude) and a camera."""
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x010F] = "SecretCam"  # Make
+    exif[0x8825] = {1: "N", 2: (51.0, 30.0, 0.0), 3: "W", 4: (0.0, 7.0, 0.0)}  # GPS IFD
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 24), (10, 120, 200)).save(buffer, "JPEG", exif=exif)
+    return buffer.getvalue()
+
+
+def animated_gif(frames: int = 3) -> bytes:
+    from PIL import Image
+
+    images = [Image.new("RGB", (20, 20), (index * 60, 90, 200 - index * 40)) for index in range(frames)]
+    buffer = io.BytesIO()
+    images[0].save(buffer, "GIF", save_all=True, append_images=images[1:], duration=[80] * frames, loop=0)
+    return buffer.getvalue()
+
+
+def png_polyglot_zip() -> bytes:
+    """A valid PNG with a ZIP archive appended: an image viewer shows the picture, unzip finds a page."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.html", "<p>hello</p>")
+    return png() + buffer.getvalue()
+
+
+def gif_polyglot_html() -> bytes:
+    """A GIF with a script after its trailer (read as HTML by a sniffing browser)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("P", (4, 4)).save(buffer, "GIF")
+    return buffer.getvalue() + b"<script>alert(document.cookie)</script>"
+
+
+def svg_with_script() -> bytes:
+    return b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
+
+
+def png_pixel_bomb(side: int = 60_000) -> bytes:
+    """A PNG whose header claims side × side pixels with almost no data: decoding it would need gigabytes."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1-bit greyscale
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 1024))
+        + chunk(b"IEND", b"")
+    )
+
+
+def archive(entries: dict[str, bytes], *, compress: bool = True) -> bytes:
+    buffer = io.BytesIO()
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buffer, "w", method) as target:
+        for name, data in entries.items():
+            target.writestr(name, data)
+    return buffer.getvalue()
+
+
+def archive_of_many(count: int) -> bytes:
+    """An archive with ``count`` tiny entries besides its item file."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as target:
+        target.writestr("items.csv", "id,text\na,hello\n")
+        for index in range(count):
+            target.writestr(f"m/{index}.png", b"x")
+    return buffer.getvalue()
+
+
+def archive_zip_bomb(megabytes: int = 40) -> bytes:
+    """An archive whose picture inflates from a few kilobytes to ``megabytes`` of zeros."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as target:
+        target.writestr("items.csv", "id,text,media\na,hello,big.png\n")
+        target.writestr("big.png", b"\0" * (megabytes * 1024 * 1024))
+    return buffer.getvalue()

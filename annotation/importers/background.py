@@ -12,6 +12,9 @@ after its last attempt, marks it failed with the reason.
 """
 
 import logging
+import shutil
+import tempfile
+import zipfile
 from functools import partial
 
 from django.conf import settings
@@ -33,8 +36,10 @@ from ..jobs import (
     new_token,
     stale_jobs_recover,
 )
+from ..media.store import StoredFiles
 from ..models import ItemImport, Study
 from ..services.studies import ImportErrors, items_create
+from .archive import ARCHIVE, archive_media, check_archive, is_archive, media_attach, refuse_media_outside_archive
 from .files import check_size, prepare
 from .items import FileProblem
 from .readers import detect_format
@@ -62,9 +67,14 @@ def item_import_create(
     FileProblem, before anything is stored, for a wrong type or size and for a
     file the reader refuses outright (an XLSX zip bomb, XML entities).
     """
-    fmt = detect_format(upload.name or "")
+    name = upload.name or ""
     check_size(upload.size or 0)
-    tables.check_file(upload, fmt=fmt, size=upload.size or 0)
+    if is_archive(name) and kind == ItemImport.Kind.ITEMS:
+        fmt = ARCHIVE
+        check_archive(upload, label=name)
+    else:
+        fmt = detect_format(name)
+        tables.check_file(upload, fmt=fmt, size=upload.size or 0)
     item_import = ItemImport(
         study=study,
         kind=kind,
@@ -107,6 +117,8 @@ def item_import_start(
 def _workload(item_import: ItemImport) -> int:
     """Bytes the reader will process: a workbook's inflated size, so a small XLSX of big XML goes to a worker."""
     with item_import.file.open("rb") as stream:
+        if item_import.format == ARCHIVE:
+            return sum(check_archive(stream, label=item_import.original_name).sizes.values())
         return tables.workload(stream, fmt=item_import.format, size=item_import.file.size)
 
 
@@ -166,6 +178,8 @@ def _finish(item_import: ItemImport, token: str, **result: int) -> None:
 
 
 def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
+    if item_import.format == ARCHIVE:
+        return _run_archive(item_import, token, beat)
     with item_import.file.open("rb") as stream:
         specs, errors = prepare(
             study=item_import.study,
@@ -175,18 +189,55 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
             replace=item_import.replace,
             refuse=True,
         )
+    errors = errors or refuse_media_outside_archive(specs)
     if errors:
         return errors
+    return _write(item_import, token, beat, specs)
+
+
+def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: dict | None = None) -> list[str]:
+    """The items (and their media) and "done", in one transaction; stored media removed if it rolls back."""
     beat.check()
+    written = StoredFiles()
     try:
         with transaction.atomic():
             count = items_create(
                 study=item_import.study, items=specs, replace=item_import.replace, actor=item_import.created_by
             )
+            if media:
+                media_attach(study=item_import.study, specs=specs, checked=media, written=written)
             _finish(item_import, token, items_created=count)
     except ImportErrors as exc:
+        written.discard()
         return exc.errors_by_row
+    except BaseException:
+        written.discard()
+        raise
     return []
+
+
+def _run_archive(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
+    """An archive: its item file read like any other, then every media file it names checked, then written."""
+    label = item_import.original_name
+    with item_import.file.open("rb") as stream, tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024) as items:
+        index = check_archive(stream, label=label)
+        with zipfile.ZipFile(stream) as archive:
+            with archive.open(index.item_file) as member:
+                shutil.copyfileobj(member, items)
+            items.seek(0)
+            specs, errors = prepare(
+                study=item_import.study,
+                stream=items,
+                fmt=index.fmt,
+                size=index.sizes[index.item_file],
+                replace=item_import.replace,
+                refuse=True,
+            )
+            if errors:
+                return errors
+            beat.check()
+            media = archive_media(archive, index, specs, label=label)
+    return _write(item_import, token, beat, specs, media)
 
 
 def _run_protocol(item_import: ItemImport, token: str, beat: Beat) -> list[str]:

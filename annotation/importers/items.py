@@ -13,15 +13,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..services.studies import CandidateSpec, ItemSpec
+from ..services.studies import CandidateSpec, ItemSpec, MediaSpec
 from ..tables import TableError, cell_text
 from ..task_types import TaskType
 from .cells import CellProblem, attention_flag, cell_json, check_text, json_ready
 from .gold import gold_from_file
 
 FIXED_COLUMNS = ("id", "prompt", "text", "gold", "attention_check")
-ITEM_KEYS = ("id", "prompt", "text", "metadata", "gold", "attention_check", "candidates")
-CANDIDATE_KEYS = ("key", "text", "context", "provenance")
+# Media columns (docs/media.md): a path inside the uploaded archive, and its alt text.
+MEDIA_COLUMNS = {"media": "item", "media.alt": "item", "prompt_media": "prompt", "prompt_media.alt": "prompt"}
+ITEM_KEYS = ("id", "prompt", "text", "metadata", "gold", "attention_check", "candidates", "media", "prompt_media")
+CANDIDATE_KEYS = ("key", "text", "context", "provenance", "media")
+MEDIA_KEYS = ("src", "alt")
 
 
 # The file as a whole cannot be read (wrong type, bad header, bad bytes, too big): the
@@ -51,6 +54,8 @@ def suggest(name: str, known: Iterable[str]) -> str:
 class CandidateColumns:
     text: int | None = None
     context: int | None = None
+    media: int | None = None
+    media_alt: int | None = None
     provenance: dict[str, int] = field(default_factory=dict)
 
 
@@ -59,6 +64,7 @@ class Columns:
     """Where each field sits in a spreadsheet row, read from its header."""
 
     fixed: dict[str, int]
+    media: dict[str, int]
     meta: dict[str, int]
     candidates: dict[str, CandidateColumns]
     unnamed: list[int]
@@ -67,6 +73,7 @@ class Columns:
     @classmethod
     def from_header(cls, header: list[Any]) -> "Columns":
         fixed: dict[str, int] = {}
+        media: dict[str, int] = {}
         meta: dict[str, int] = {}
         candidates: dict[str, CandidateColumns] = {}
         unnamed: list[int] = []
@@ -84,6 +91,8 @@ class Columns:
             lower = name.lower()
             if lower in FIXED_COLUMNS:
                 fixed[lower] = index
+            elif lower in MEDIA_COLUMNS:
+                media[lower] = index
             elif lower.startswith("meta.") and len(name) > 5:
                 meta[name[5:]] = index
             elif lower.startswith("candidate.") and len(name) > 10:
@@ -95,6 +104,10 @@ class Columns:
                     slot.text = index
                 elif part.lower() == "context":
                     slot.context = index
+                elif part.lower() == "media":
+                    slot.media = index
+                elif part.lower() == "media.alt":
+                    slot.media_alt = index
                 else:
                     slot.provenance[part] = index
             else:
@@ -112,7 +125,7 @@ class Columns:
                 )
         if problems:
             raise FileProblem(problems)
-        return cls(fixed=fixed, meta=meta, candidates=candidates, unnamed=unnamed, width=len(header))
+        return cls(fixed=fixed, media=media, meta=meta, candidates=candidates, unnamed=unnamed, width=len(header))
 
 
 def _column_label(name: str) -> str:
@@ -164,10 +177,23 @@ def item_from_cells(cells: list[Any], *, columns: Columns, where: str, task_type
                 except CellProblem as exc:
                     errors.append(f"{where}: {exc}")
                 provenance[part] = cell_json(cells[index])
+        media_path = text(slot.media, _column_label(f"candidate.{key}.media"))
+        media_alt = text(slot.media_alt, _column_label(f"candidate.{key}.media.alt"))
+        if candidate_text and media_path:
+            spec.media.append(MediaSpec(source=media_path, alt=media_alt, role="candidate", candidate_key=key))
+        elif media_alt and not media_path:
+            errors.append(f"{where}: column 'candidate.{key}.media.alt' has alt text but no media path beside it.")
         if candidate_text:
             spec.candidates.append(CandidateSpec(key=key, text=candidate_text, context=context, provenance=provenance))
-        elif context or provenance:
+        elif context or provenance or media_path:
             errors.append(f"{where}: candidate {key!r} has details but no text.")
+    for column in ("media", "prompt_media"):
+        media_path = text(columns.media.get(column), _column_label(column))
+        media_alt = text(columns.media.get(f"{column}.alt"), _column_label(f"{column}.alt"))
+        if media_path:
+            spec.media.append(MediaSpec(source=media_path, alt=media_alt, role=MEDIA_COLUMNS[column]))
+        elif media_alt:
+            errors.append(f"{where}: column '{column}.alt' has alt text but no media path beside it.")
     if "attention_check" in columns.fixed:
         try:
             spec.is_attention_check = attention_flag(cells[columns.fixed["attention_check"]])
@@ -229,6 +255,30 @@ def _unknown_keys(obj: dict[str, Any], known: tuple[str, ...], *, where: str) ->
     ]
 
 
+def _media_field(
+    obj: dict[str, Any], key: str, *, where: str, errors: list[str], role: str, candidate_key: str | None = None
+) -> list[MediaSpec]:
+    """A ``media`` list: each entry a path, or an object with ``src`` and ``alt``."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    entries = value if isinstance(value, list) else [value]
+    found: list[MediaSpec] = []
+    for number, entry in enumerate(entries, start=1):
+        at = f"{where}, {key} {number}"
+        if isinstance(entry, str):
+            entry = {"src": entry}
+        if not isinstance(entry, dict):
+            errors.append(f"{at}: a media entry must be a path or an object with 'src' and 'alt'.")
+            continue
+        errors.extend(_unknown_keys(entry, MEDIA_KEYS, where=at))
+        source = _text_field(entry, "src", where=at, errors=errors, required=True)
+        alt = _text_field(entry, "alt", where=at, errors=errors)
+        if source:
+            found.append(MediaSpec(source=source, alt=alt, role=role, candidate_key=candidate_key, position=number - 1))
+    return found
+
+
 def item_from_object(obj: Any, *, where: str, task_type: TaskType) -> RowResult:
     """One item written as an object (study file or JSON Lines), with every problem it has."""
     if not isinstance(obj, dict):
@@ -243,6 +293,8 @@ def item_from_object(obj: Any, *, where: str, task_type: TaskType) -> RowResult:
         metadata=_object_field(obj, "metadata", where=where_id, errors=errors),
         row=where_id,
     )
+    spec.media.extend(_media_field(obj, "media", where=where_id, errors=errors, role="item"))
+    spec.media.extend(_media_field(obj, "prompt_media", where=where_id, errors=errors, role="prompt"))
     raw_candidates = obj.get("candidates") or []
     if not isinstance(raw_candidates, list):
         errors.append(f"{where_id}: 'candidates' must be a list.")
@@ -254,6 +306,7 @@ def item_from_object(obj: Any, *, where: str, task_type: TaskType) -> RowResult:
             continue
         errors.extend(_unknown_keys(raw, CANDIDATE_KEYS, where=at))
         key = _text_field(raw, "key", where=at, errors=errors, required=True)
+        spec.media.extend(_media_field(raw, "media", where=at, errors=errors, role="candidate", candidate_key=key))
         spec.candidates.append(
             CandidateSpec(
                 key=key,

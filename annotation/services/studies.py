@@ -33,6 +33,17 @@ class CandidateSpec:
 
 
 @dataclass
+class MediaSpec:
+    """A media file an item file names: a path inside the uploaded archive, with its alt text and place."""
+
+    source: str
+    alt: str = ""
+    role: str = "item"  # MediaAttachment.Role: item, prompt or candidate
+    candidate_key: str | None = None
+    position: int = 0
+
+
+@dataclass
 class ItemSpec:
     """One item as an importer read it; ``row`` names where it came from for messages."""
 
@@ -44,6 +55,7 @@ class ItemSpec:
     gold: Any = None
     is_attention_check: bool = False
     row: str = ""
+    media: list[MediaSpec] = field(default_factory=list)
 
 
 class ImportErrors(ValidationError):
