@@ -25,7 +25,8 @@ from .importers.items import FileProblem, item_from_object, suggest
 from .importers.readers import detect_format, read_rows
 from .json_limits import NUL, DataTooComplex, LimitPassed, has_nul, load_json, load_yaml, unstorable
 from .languages import language_problem
-from .models import Candidate, Study
+from .media.refs import media_records
+from .models import Candidate, MediaAttachment, Study
 from .services.studies import ItemSpec, items_create, study_create, study_set_state, study_update
 from .study_settings import SETTINGS, STUDY_SETTINGS
 from .task_types import TaskType, get_task_type
@@ -349,7 +350,24 @@ def study_file_settings(study: Study) -> dict[str, Any]:
     return data
 
 
-def _item_entries(rows: list[tuple], *, with_candidates: bool = True) -> list[dict[str, Any]]:
+MEDIA_ENTRY_KEYS = ("src", "alt", "id", "sha256", "original_name")
+
+
+def _media_entries(entry: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """An item entry's media lists (its own, its prompt's, each candidate's), as the importers read them."""
+    by_candidate = {c["key"]: c for c in entry.get("candidates", [])}
+    for record in records:
+        written = {key: record[key] for key in MEDIA_ENTRY_KEYS}
+        if record["role"] == "candidate":
+            holder, key = by_candidate.get(record["candidate_key"]), "media"
+            if holder is None:
+                continue
+        else:
+            holder, key = entry, "prompt_media" if record["role"] == "prompt" else "media"
+        holder.setdefault(key, []).append(written)
+
+
+def _item_entries(rows: list[tuple], *, with_candidates: bool = True, with_media: bool = True) -> list[dict[str, Any]]:
     """Study-file entries of a batch of item rows, with their candidates read in one query (if any can exist)."""
     candidates: dict[int, list[dict[str, Any]]] = defaultdict(list)
     candidate_rows = (
@@ -366,6 +384,7 @@ def _item_entries(rows: list[tuple], *, with_candidates: bool = True) -> list[di
         if provenance:
             c["provenance"] = provenance
         candidates[item_id].append(c)
+    media = media_records(row[0] for row in rows) if with_media else {}
     entries = []
     for pk, external_id, prompt, text, metadata, gold, is_attention_check in rows:
         entry: dict[str, Any] = {"id": external_id}
@@ -381,6 +400,8 @@ def _item_entries(rows: list[tuple], *, with_candidates: bool = True) -> list[di
             entry["attention_check"] = True
         if candidates.get(pk):
             entry["candidates"] = candidates[pk]
+        if pk in media:
+            _media_entries(entry, media[pk])
         entries.append(entry)
     return entries
 
@@ -394,6 +415,7 @@ def study_file_item_batches(study: Study) -> Iterator[list[dict[str, Any]]]:
     queries of a million-item study took a third of its download.
     """
     with_candidates = Candidate.objects.filter(item__study=study).exists()
+    with_media = MediaAttachment.objects.filter(item__study=study).exists()
     rows = study.items.order_by("position", "id").values_list(
         "pk", "external_id", "prompt", "text", "metadata", "gold", "is_attention_check"
     )
@@ -401,10 +423,10 @@ def study_file_item_batches(study: Study) -> Iterator[list[dict[str, Any]]]:
     for row in rows.iterator(chunk_size=ITEM_CHUNK):
         batch.append(row)
         if len(batch) == ITEM_CHUNK:
-            yield _item_entries(batch, with_candidates=with_candidates)
+            yield _item_entries(batch, with_candidates=with_candidates, with_media=with_media)
             batch = []
     if batch:
-        yield _item_entries(batch, with_candidates=with_candidates)
+        yield _item_entries(batch, with_candidates=with_candidates, with_media=with_media)
 
 
 def study_file_sections(study: Study) -> dict[str, Any]:

@@ -114,12 +114,14 @@ def gunicorn(
     threads: int = 8,
     extra_env: dict[str, str] | None = None,
     settings_module: str = "funnybone.settings",
+    port: int | None = None,
 ) -> Iterator[Server]:
     """Run ``gunicorn funnybone.wsgi`` on a free loopback port until the block ends.
 
     ``settings_module`` ``bench.bare_settings`` also mounts the bare reference (``bench/bare.py``).
+    ``port`` picks the port (a free one when not given).
     """
-    port = free_port()
+    port = port or free_port()
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": settings_module,

@@ -15,6 +15,12 @@ class JudgingConfig(AppConfig):
         from .study_file import register
 
         register()
+        # annotation may not import judging: judging hands the media importer its guarded fetcher.
+        from annotation.media.fetch import register_fetcher
+
+        from .outbound import fetch_once
+
+        register_fetcher(fetch_once)
         # ratings may not import judging; judging tells it where judges' prices are.
         register_price_source(judge_prices)
         # The tournament page's leaderboard is a stored report, recomputed by a worker when verdicts arrive.

@@ -258,3 +258,40 @@ def guarded_client(*, timeout: float, connections: int, socket_options: list) ->
     # httpx's transport takes no network backend; its pool hands this one to every connection it opens.
     transport._pool._network_backend = GuardedBackend()
     return openai.DefaultHttpxClient(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)
+
+
+class FetchRefused(Exception):
+    """A URL the outbound rules refuse, or whose answer is not a file we take; the message says why."""
+
+
+def fetch_once(url: str, *, max_bytes: int, timeout: float = 30.0) -> bytes:
+    """The body at ``url``, fetched under the same rules as a judge's calls (media named by URL at import).
+
+    The URL must pass ``base_url_problem``; every connection goes to checked
+    addresses only (``GuardedBackend``); no redirect is followed; the body is
+    read up to ``max_bytes`` and refused beyond. FetchRefused says why, in words
+    for the researcher.
+    """
+    problem = base_url_problem(url)
+    if problem:
+        raise FetchRefused(problem.replace("The base URL", "The address"))
+    try:
+        with (
+            guarded_client(timeout=timeout, connections=1, socket_options=[]) as client,
+            client.stream("GET", url, headers={"Accept": "image/*"}) as response,
+        ):
+            if response.status_code != 200:
+                raise FetchRefused(f"the server answered HTTP {response.status_code} (redirects are not followed).")
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body.extend(chunk)
+                if len(body) > max_bytes:
+                    raise FetchRefused(f"the file is larger than {max_bytes:,} bytes.")
+            return bytes(body)
+    except FetchRefused:
+        raise
+    except Exception as exc:
+        refused = refusal_in(exc)
+        if refused is not None:
+            raise FetchRefused(str(refused)) from None
+        raise FetchRefused(f"it could not be fetched ({unreachable_in(exc) or type(exc).__name__}).") from None

@@ -5,8 +5,10 @@ holds more than ``FUNNYBONE_MEDIA_MAX_FILES`` entries, a name that climbs out
 (``../``, an absolute path, a drive, a backslash), a link, an entry that
 inflates past its limit or far beyond its packed size (a zip bomb), or not
 exactly one item file at its top level (``items.csv``, ``items.xlsx`` or
-``items.jsonl``, or the only table file there). ``archive_media`` reads and
-checks every file the items name (``annotation.media.checks``); ``media_attach``
+``items.jsonl``, or the only table file there). ``resolve_media`` reads and
+checks every file the items name (``annotation.media.checks``): an archive entry,
+or a URL fetched once through the outbound rules (``annotation.media.fetch``;
+a plain item file may name URLs only); ``media_attach``
 stores them and attaches them to the written items. Every refusal is a
 ``FileProblem`` that names the archive entry.
 """
@@ -14,6 +16,7 @@ stores them and attaches them to the written items. Every refusal is a
 import posixpath
 import stat
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
@@ -21,6 +24,7 @@ from django.conf import settings
 
 from .. import tables
 from ..media.checks import CheckedMedia, MediaProblem, check_media
+from ..media.fetch import fetch_media, is_url
 from ..media.store import StoredFiles, media_store
 from ..models import Candidate, Item, MediaAttachment, Study
 from ..services.studies import ItemSpec
@@ -118,41 +122,67 @@ def _item_file(sizes: dict[str, int], label: str) -> tuple[str, str]:
     return chosen[0], tables.detect_format(chosen[0])
 
 
+def media_key(source: str) -> str:
+    """What identifies a media reference within one import: its URL, or its normalised path in the archive."""
+    if is_url(source):
+        return source.strip()
+    return posixpath.normpath(source.strip().replace("\\", "/")).lstrip("/")
+
+
 def _member(name: str, index: ArchiveIndex) -> str | None:
     """The archive entry a row's path names (relative to the archive's top, ./ allowed), if present."""
-    clean = posixpath.normpath(name.strip().replace("\\", "/")).lstrip("/")
+    clean = media_key(name)
     if clean.startswith("../") or clean == "..":
         return None
     return clean if clean in index.sizes else None
 
 
-def archive_media(
-    archive: zipfile.ZipFile, index: ArchiveIndex, specs: list[ItemSpec], *, label: str
+def _read(source: str, *, archive: zipfile.ZipFile | None, index: ArchiveIndex | None, label: str) -> tuple[bytes, str]:
+    """The bytes a reference names and the name to report, or MediaProblem / LookupError."""
+    if is_url(source):
+        return fetch_media(source), source.strip()
+    if archive is None or index is None:
+        raise LookupError(f"names the media file {source!r}; upload a .zip holding the item file and its media.")
+    member = _member(source, index)
+    if member is None:
+        raise LookupError(f"the media file {source!r} is not in {label}.")
+    if member == index.item_file:
+        raise LookupError(f"{source!r} is the item file, not a media file.")
+    with archive.open(member) as stream:
+        return stream.read(settings.FUNNYBONE_MEDIA_MAX_BYTES + 1), f"{label}: {member}"
+
+
+def resolve_media(
+    specs: list[ItemSpec],
+    *,
+    label: str,
+    archive: zipfile.ZipFile | None = None,
+    index: ArchiveIndex | None = None,
+    beat: Callable[[], None] | None = None,
 ) -> dict[str, CheckedMedia]:
-    """Every entry the items name, read and checked; FileProblem listing each bad reference or file."""
+    """Every file the items name (in the archive, or by URL fetched once), read and checked.
+
+    FileProblem listing each bad reference or file; a file named twice is read once.
+    """
     problems: list[str] = []
     checked: dict[str, CheckedMedia] = {}
     refused: set[str] = set()
-    limit = settings.FUNNYBONE_MEDIA_MAX_BYTES
     for spec in specs:
         for media in spec.media:
-            member = _member(media.source, index)
-            if member is None:
-                problems.append(f"{spec.row}: the media file {media.source!r} is not in {label}.")
+            key = media_key(media.source)
+            if key in checked or key in refused:
                 continue
-            if member in checked or member in refused:
-                continue
-            if member == index.item_file:
-                problems.append(f"{spec.row}: {media.source!r} is the item file, not a media file.")
-                refused.add(member)
-                continue
-            with archive.open(member) as stream:
-                data = stream.read(limit + 1)
             try:
-                checked[member] = check_media(data, f"{label}: {member}")
+                data, name = _read(media.source, archive=archive, index=index, label=label)
+                checked[key] = check_media(data, name)
+            except LookupError as exc:
+                problems.append(f"{spec.row}: {exc.args[0]}")
+                refused.add(key)
             except MediaProblem as exc:
                 problems.append(str(exc))
-                refused.add(member)
+                refused.add(key)
+            if beat is not None:
+                beat()
     if problems:
         raise FileProblem(problems)
     return checked
@@ -177,7 +207,7 @@ def media_attach(*, study: Study, specs: list[ItemSpec], checked: dict[str, Chec
     for spec in wanted:
         item_id = ids[spec.external_id]
         for number, media in enumerate(spec.media):
-            member = posixpath.normpath(media.source.strip().replace("\\", "/")).lstrip("/")
+            member = media_key(media.source)
             if member not in stored:
                 stored[member] = media_store(
                     study=study, checked=checked[member], original_name=member, written=written
@@ -194,15 +224,6 @@ def media_attach(*, study: Study, specs: list[ItemSpec], checked: dict[str, Chec
             )
     MediaAttachment.objects.bulk_create(attachments)
     return len(attachments)
-
-
-def refuse_media_outside_archive(specs: list[ItemSpec]) -> list[str]:
-    """Rows of a plain item file that name media: they need the archive their files travel in."""
-    return [
-        f"{spec.row}: names the media file {spec.media[0].source!r}; upload a .zip holding the item file and its media."
-        for spec in specs
-        if spec.media
-    ]
 
 
 __all__ = ["ARCHIVE", "MediaProblem", "check_archive", "is_archive"]

@@ -36,10 +36,10 @@ from ..jobs import (
     new_token,
     stale_jobs_recover,
 )
-from ..media.store import StoredFiles
+from ..media.store import StoredFiles, media_orphans_delete
 from ..models import ItemImport, Study
 from ..services.studies import ImportErrors, items_create
-from .archive import ARCHIVE, archive_media, check_archive, is_archive, media_attach, refuse_media_outside_archive
+from .archive import ARCHIVE, check_archive, is_archive, media_attach, resolve_media
 from .files import check_size, prepare
 from .items import FileProblem
 from .readers import detect_format
@@ -189,10 +189,13 @@ def _run_items(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
             replace=item_import.replace,
             refuse=True,
         )
-    errors = errors or refuse_media_outside_archive(specs)
     if errors:
         return errors
-    return _write(item_import, token, beat, specs)
+    # Media named by URL are fetched once, now (a path needs the archive the file travels in).
+    media = (
+        resolve_media(specs, label=item_import.original_name, beat=beat.check) if any(s.media for s in specs) else None
+    )
+    return _write(item_import, token, beat, specs, media)
 
 
 def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: dict | None = None) -> list[str]:
@@ -202,8 +205,15 @@ def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: 
     try:
         with transaction.atomic():
             count = items_create(
-                study=item_import.study, items=specs, replace=item_import.replace, actor=item_import.created_by
+                study=item_import.study,
+                items=specs,
+                replace=item_import.replace,
+                actor=item_import.created_by,
+                with_media=media is not None,
             )
+            if item_import.replace:
+                # The replaced items' pictures go with them (their bytes once no study names them).
+                media_orphans_delete(study=item_import.study)
             if media:
                 media_attach(study=item_import.study, specs=specs, checked=media, written=written)
             _finish(item_import, token, items_created=count)
@@ -236,7 +246,7 @@ def _run_archive(item_import: ItemImport, token: str, beat: Beat) -> list[str]:
             if errors:
                 return errors
             beat.check()
-            media = archive_media(archive, index, specs, label=label)
+            media = resolve_media(specs, label=label, archive=archive, index=index, beat=beat.check)
     return _write(item_import, token, beat, specs, media)
 
 

@@ -24,7 +24,8 @@ FIXED_COLUMNS = ("id", "prompt", "text", "gold", "attention_check")
 MEDIA_COLUMNS = {"media": "item", "media.alt": "item", "prompt_media": "prompt", "prompt_media.alt": "prompt"}
 ITEM_KEYS = ("id", "prompt", "text", "metadata", "gold", "attention_check", "candidates", "media", "prompt_media")
 CANDIDATE_KEYS = ("key", "text", "context", "provenance", "media")
-MEDIA_KEYS = ("src", "alt")
+# A study file written by Funnybone also names each file's public id, hash and original name: read, not used.
+MEDIA_KEYS = ("src", "alt", "id", "sha256", "original_name")
 
 
 # The file as a whole cannot be read (wrong type, bad header, bad bytes, too big): the

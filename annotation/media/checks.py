@@ -47,6 +47,11 @@ _ZIP_END = b"PK\x05\x06"
 _ZIP_TAIL = 65_536 + 22  # a ZIP's end record sits within its comment's length of the end
 
 
+def extension_for(content_type: str) -> str:
+    """The file ending of an accepted content type ("bin" for anything else)."""
+    return next((ending for kind, ending in FORMATS.values() if kind == content_type), "bin")
+
+
 class MediaProblem(ValueError):
     """A media file refused, with a message naming it."""
 

@@ -104,3 +104,52 @@ def rater_media_url(ref: MediaRef) -> str:
     an item the file is attached to, or to the study's owner.
     """
     return reverse("annotator:media", args=[ref.id])
+
+
+def bundle_path(sha256: str, content_type: str) -> str:
+    """Where a file sits inside a study's bundle (and so what its items' ``src`` say): by hash, never by name."""
+    from .checks import extension_for
+
+    return f"media/{sha256}.{extension_for(content_type)}"
+
+
+def media_records(item_ids: Iterable[int] = (), *, study_id: int | None = None) -> dict[int, list[dict]]:
+    """Each item's media as the researcher's files write it (exports, study files, bundles), in one query.
+
+    For the given items, or with ``study_id`` for every item of that study.
+
+    Every record: ``id`` (public id), ``sha256``, ``original_name``, ``alt``,
+    ``role``, ``candidate_key``, ``content_type`` and ``src`` (its path in a bundle).
+    """
+    found: dict[int, list[dict]] = {}
+    if study_id is not None:
+        attachments = MediaAttachment.objects.filter(item__study_id=study_id)
+    else:
+        ids = list(item_ids)
+        if not ids:
+            return found
+        attachments = MediaAttachment.objects.filter(item_id__in=ids)
+    rows = attachments.order_by("item_id", "role", "position", "id").values_list(
+        "item_id",
+        "media__public_id",
+        "media__sha256",
+        "media__original_name",
+        "alt_text",
+        "role",
+        "candidate__key",
+        "media__content_type",
+    )
+    for item_id, public_id, sha, original, alt, role, key, content_type in rows:
+        found.setdefault(item_id, []).append(
+            {
+                "id": public_id,
+                "sha256": sha,
+                "original_name": original,
+                "alt": alt,
+                "role": role,
+                "candidate_key": key,
+                "content_type": content_type,
+                "src": bundle_path(sha, content_type),
+            }
+        )
+    return found

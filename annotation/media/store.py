@@ -60,6 +60,12 @@ def media_store(*, study: Study, checked: CheckedMedia, original_name: str, writ
     )
 
 
+def media_orphans_delete(*, study: Study) -> int:
+    """Delete the study's media files no item shows any more (after its items were replaced)."""
+    deleted, _ = MediaFile.objects.filter(study=study, attachments__isnull=True).delete()
+    return deleted
+
+
 def unreferenced_delete(names: list[str]) -> None:
     """Delete each stored file no MediaFile row names any more."""
     if not names:

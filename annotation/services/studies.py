@@ -214,14 +214,33 @@ def _refresh_item_statistics() -> None:
             cursor.execute(f"ANALYZE {Item._meta.db_table}")
 
 
+def media_needs_archive(specs: list[ItemSpec]) -> list[str]:
+    """Items naming media where no archive carries the files: one message per item."""
+    return [
+        f"{spec.row or spec.external_id}: names the media file {spec.media[0].source!r}; "
+        "upload a .zip holding the item file and its media."
+        for spec in specs
+        if spec.media
+    ]
+
+
 def items_create(
-    *, study: Study, items: Iterable[ItemSpec], replace: bool = False, actor: AbstractBaseUser | None = None
+    *,
+    study: Study,
+    items: Iterable[ItemSpec],
+    replace: bool = False,
+    actor: AbstractBaseUser | None = None,
+    with_media: bool = False,
 ) -> int:
-    """Add items atomically: every row is checked first, and one bad row writes nothing."""
+    """Add items atomically: every row is checked first, and one bad row writes nothing.
+
+    Items that name media files are refused unless the caller attaches them
+    (``with_media``: the archive import, annotation.importers.archive).
+    """
     specs = list(items)
     existing = set() if replace else set(study.items.values_list("external_id", flat=True))
     seen = dict.fromkeys(existing, "")
-    problems: list[str] = []
+    problems: list[str] = [] if with_media else media_needs_archive(specs)
     for spec in specs:
         problems.extend(item_problems(study=study, spec=spec, seen=seen))
     if problems:

@@ -27,6 +27,7 @@ from typing import Any
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
+from annotation.media import media_records
 from annotation.models import Judgment, counted_raters, trial_as_set
 
 from .safe_cells import scrub_provenance
@@ -55,9 +56,10 @@ COLUMNS = [
     "attention_passed",
     "created_at",
     "provenance",
+    "media",
 ]
 #: Columns holding a JSON value (objects, lists); flat files write them as JSON text.
-JSON_COLUMNS = ("value", "chosen_candidates", "chosen_candidate_provenance", "shown_order", "provenance")
+JSON_COLUMNS = ("value", "chosen_candidates", "chosen_candidate_provenance", "shown_order", "provenance", "media")
 # Distinct provenances remembered at once; LLM provenances rarely repeat, so the memo is emptied when full.
 PROVENANCE_MEMO = 20_000
 
@@ -122,8 +124,10 @@ def judgment_rows(data: StudyData, cells: Cells) -> Iterator[tuple]:
     orders: dict[str, Any] = {}
     provenances: dict[str, Any] = {}
 
+    # The items' media (docs/media.md), read once per study: few items carry any, and each is written once.
+    media = media_records(study_id=data.study.pk)
     item_id_now = None
-    item_cell = check_cell = None
+    item_cell = check_cell = media_cell = None
     keys: tuple[str, ...] = ()
     for (
         pk,
@@ -145,6 +149,7 @@ def judgment_rows(data: StudyData, cells: Cells) -> Iterator[tuple]:
             item_id_now = item_id
             item_cell = scalar(external_id)
             check_cell = flags[is_check]
+            media_cell = as_json(media[item_id]) if item_id in media else none
             keys = tuple(data.candidate_keys.get(item_id, ()))
 
         value = values.get(value_text)
@@ -216,4 +221,5 @@ def judgment_rows(data: StudyData, cells: Cells) -> Iterator[tuple]:
             flags[attention_passed],
             when(created_at),
             provenance_cell,
+            media_cell,
         )

@@ -38,7 +38,7 @@ from .long_rows import COLUMNS, Cells, judgment_rows
 from .study_data import load_study
 
 ROW_GROUP = 25_000
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the media column
 Progress = Callable[[int], None]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
@@ -75,6 +75,7 @@ TYPES = {
     "attention_passed": pa.bool_(),
     "created_at": pa.timestamp("us", tz="UTC"),
     "provenance": pa.string(),
+    "media": pa.string(),
 }
 NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float64(): np.float64}
 SCHEMA = pa.schema(

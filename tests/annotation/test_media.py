@@ -6,16 +6,20 @@ or on disk.
 """
 
 import io
+import json
+import zipfile
 
 import pytest
 from django.core.cache import cache
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from PIL import Image
 
 from annotation.media import item_media, media_bytes, media_data_uri, rater_media_url
 from annotation.media.checks import MediaProblem, check_media
-from annotation.models import Assignment, Item, ItemImport, MediaAttachment, MediaFile
+from annotation.models import Assignment, Item, ItemImport, Judgment, MediaAttachment, MediaFile, Rater
 from annotation.services.studies import study_create, study_set_state
 from tests import hostile_files as hostile
 from tests.annotation.test_annotator_flow import begin, url
@@ -164,11 +168,20 @@ class TestArchiveImport:
         # The public id is neither the hash nor the name.
         assert photo.id not in (photo.sha256, "gpt5_caption") and "gpt5" not in rater_media_url(photo)
 
-    def test_deleting_the_study_removes_the_files(self, imported, isolated_media, django_capture_on_commit_callbacks):
+    def test_replacing_the_items_removes_their_files(
+        self, imported, csrf_client, researcher, isolated_media, django_capture_on_commit_callbacks
+    ):
+        address = reverse("researcher:study_items", args=[imported.pk])
+        csrf_client.force_login(researcher)
+        csrf_client.get(address)
+        form = {"file": SimpleUploadedFile("new.csv", b"id,candidate.a,candidate.b\nn1,A,B\n"), "replace": "on"}
         with django_capture_on_commit_callbacks(execute=True):
-            Item.objects.filter(study=imported).delete()
-            MediaFile.objects.filter(study=imported).delete()
-        assert stored_files(isolated_media / "media") == []
+            response = csrf_client.post(
+                address, {**form, "csrfmiddlewaretoken": csrf_client.cookies["csrftoken"].value}
+            )
+        assert response.status_code == 302
+        assert list(imported.items.values_list("external_id", flat=True)) == ["n1"]
+        assert not MediaFile.objects.exists() and stored_files(isolated_media / "media") == []
 
 
 class TestServing:
@@ -176,13 +189,15 @@ class TestServing:
         item = Assignment.objects.get(study=study).item
         return MediaAttachment.objects.filter(item=item, role="item").select_related("media").get().media
 
-    def test_a_rater_fetches_only_what_they_hold(self, imported, settings):
+    def test_a_rater_fetches_only_what_they_hold(self, imported, settings, django_assert_max_num_queries):
         rater = Client()
         begin(rater, imported, pid="worker-1")
         assert rater.get(url(imported, "item")).status_code == 200
         media = self._ref(imported)
         address = reverse("annotator:media", args=[media.public_id])
-        response = rater.get(address)
+        # The session, the file with its study, the rater's enrollment, whether they hold an item it is on.
+        with django_assert_max_num_queries(4):
+            response = rater.get(address)
         assert response.status_code == 200
         assert response["Content-Type"] == "image/jpeg"
         assert response["X-Content-Type-Options"] == "nosniff"
@@ -204,3 +219,112 @@ class TestServing:
         assert response.status_code == 200 and response.content == b""
         assert response["X-Accel-Redirect"] == f"/_protected_media/{media.file.name}"
         assert response["Content-Type"] == media.content_type
+
+
+class TestExportsCarryMedia:
+    def test_the_bundle_loads_back_into_a_new_study(self, imported, csrf_client, researcher, tmp_path):
+        from ratings.exports.services import write_export
+
+        path = tmp_path / "bundle.zip"
+        write_export(imported, "bundle", path)
+        names = set(zipfile.ZipFile(path).namelist())
+        assert {"items.jsonl", "judgments.jsonl", "study.json"} <= names
+        assert not any("gpt5" in name for name in names)
+        copy = study_create(owner=researcher, name="Copy", task_type="pairwise")
+        response = upload(csrf_client, researcher, copy, "bundle.zip", path.read_bytes())
+        assert response.status_code == 302, page_text(response)
+
+        def shown(study):
+            items = dict(study.items.values_list("pk", "external_id"))
+            return {
+                items[item_id]: [(r.role, r.candidate_key, r.alt, r.kind, r.content_type) for r in refs]
+                for item_id, refs in item_media(items).items()
+            }
+
+        assert shown(copy) == shown(imported) and len(shown(copy)) == 2
+        original = {m.original_name for m in MediaFile.objects.filter(study=copy)}
+        assert all(name.startswith("media/") for name in original)  # the bundle's paths, never the first names
+
+    def test_study_files_and_the_long_formats_name_each_file(self, imported, tmp_path):
+        import pyarrow.parquet as pq
+
+        from annotation.study_files import study_file_data
+        from ratings.exports.long_rows import COLUMNS
+        from ratings.exports.services import write_export
+
+        entry = next(e for e in study_file_data(imported)["items"] if e["id"] == "c1")
+        photo = entry["media"][0]
+        assert photo["original_name"] == "cartoons/gpt5_caption.png" and photo["alt"] == "A cat at a desk"
+        assert entry["candidates"][0]["media"][0]["alt"] == "A waving cat"
+        assert "media" in COLUMNS
+        item = imported.items.get(external_id="c1")
+        rater = Rater.objects.create(kind=Rater.Kind.LLM, name="judge")
+        now = timezone.now()
+        assignment = Assignment.objects.create(
+            study=imported, item=item, rater=rater, state="done", leased_at=now, lease_expires_at=now
+        )
+        Judgment.objects.create(assignment=assignment, study=imported, item=item, rater=rater, value={"choice": "a"})
+        path = tmp_path / "out.parquet"
+        write_export(imported, "parquet", path)
+        written = json.loads(pq.read_table(path).column("media")[0].as_py())
+        assert [(m["role"], m["candidate_key"], m["original_name"]) for m in written] == [
+            ("candidate", "a", "cartoons/side.gif"),
+            ("item", None, "cartoons/gpt5_caption.png"),
+        ]
+
+
+class TestMediaByUrl:
+    @pytest.fixture
+    def picture_server(self):
+        """A loopback server on a free port with one picture (and a redirect everywhere else)."""
+        import http.server
+        import threading
+
+        picture = hostile.png((16, 16))
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the stdlib's name
+                if self.path == "/cartoon.png":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "image/png")
+                    self.send_header("Content-Length", str(len(picture)))
+                    self.end_headers()
+                    self.wfile.write(picture)
+                else:
+                    self.send_response(302)
+                    self.send_header("Location", "http://10.0.0.1/x.png")
+                    self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+        server.shutdown()
+        server.server_close()
+
+    def test_a_plain_item_file_names_pictures_by_url_fetched_once(
+        self, csrf_client, researcher, plain_study, picture_server
+    ):
+        rows = (
+            f"id,text,media,media.alt\na,one,{picture_server}/cartoon.png,Cat\nb,two,{picture_server}/cartoon.png,Cat\n"
+        )
+        response = upload(csrf_client, researcher, plain_study, "items.csv", rows.encode())
+        assert response.status_code == 302, page_text(response)
+        refs = item_media(plain_study.items.values_list("pk", flat=True))
+        assert len(refs) == 2 and MediaFile.objects.get().original_name == f"{picture_server}/cartoon.png"
+
+    @pytest.mark.parametrize(
+        ("path", "named"),
+        [("/moved.png", "HTTP 302"), ("http://10.0.0.1/x.png", "10.0.0.1")],
+    )
+    def test_redirects_and_private_addresses_are_refused_by_url(
+        self, csrf_client, researcher, plain_study, picture_server, isolated_media, path, named
+    ):
+        address = path if path.startswith("http") else picture_server + path
+        response = upload(csrf_client, researcher, plain_study, "items.csv", f"id,text,media\na,x,{address}\n".encode())
+        assert response.status_code == 400
+        assert address in page_text(response) and named in page_text(response)
+        assert not Item.objects.exists() and stored_files(isolated_media) == []

@@ -11,6 +11,7 @@ appending ``X-Forwarded-For`` (``FUNNYBONE_TRUSTED_PROXY_COUNT=1``).
 """
 
 import contextlib
+import getpass
 import os
 import shutil
 import signal
@@ -60,6 +61,8 @@ def require_nginx() -> str:
 
 
 NGINX_CONF = """
+# nginx's workers read the media files: run them as the user who owns the test's folders.
+user {user};
 worker_processes 1;
 daemon off;
 master_process on;
@@ -86,14 +89,24 @@ http {{
             proxy_set_header X-Forwarded-Proto $scheme;
             proxy_read_timeout 120s;
         }}
+        # Media files: only the application's X-Accel-Redirect reaches them (docs/media.md).
+        location /_protected_media/media/ {{
+            internal;
+            alias {media_root}/media/;
+            add_header X-Content-Type-Options nosniff always;
+            add_header Content-Security-Policy "default-src 'none'; sandbox" always;
+        }}
     }}
 }}
 """
 
 
 @contextlib.contextmanager
-def nginx(port: int, upstream: int, folder: Path) -> Iterator[Path]:
-    """nginx on loopback ``port``, HTTPS with a self-signed certificate, proxying to ``upstream``; yields its log."""
+def nginx(port: int, upstream: int, folder: Path, media_root: Path | None = None) -> Iterator[Path]:
+    """nginx on loopback ``port``, HTTPS with a self-signed certificate, proxying to ``upstream``; yields its log.
+
+    ``media_root`` is the site's MEDIA_ROOT, served to X-Accel-Redirect answers at its internal location.
+    """
     binary = require_nginx()
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -119,7 +132,10 @@ def nginx(port: int, upstream: int, folder: Path) -> Iterator[Path]:
         capture_output=True,
     )
     conf = folder / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(dir=folder, port=port, upstream=upstream))
+    media = media_root or folder / "media"
+    conf.write_text(
+        NGINX_CONF.format(dir=folder, port=port, upstream=upstream, media_root=media, user=getpass.getuser())
+    )
     log = folder / "nginx.out"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -210,7 +226,7 @@ def _site(tmp_path: Path, tmp_path_factory, *, env: dict[str, str], proxy_port: 
         if proxy_port is None:
             yield LiveSite(url=server.url, server=server, worker=worker, data_dir=data_dir, env=env)
             return
-        with nginx(proxy_port, server.port, tmp_path / "nginx") as proxy_log:
+        with nginx(proxy_port, server.port, tmp_path / "nginx", media_root=data_dir / "media") as proxy_log:
             yield LiveSite(
                 url=f"https://localhost:{proxy_port}",
                 server=server,

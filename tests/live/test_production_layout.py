@@ -7,6 +7,7 @@ an HTTP client with a cookie jar that sends what a browser sends on a form post
 (Origin, the CSRF field), entering by the Prolific link.
 """
 
+import hashlib
 import re
 import ssl
 
@@ -16,7 +17,10 @@ import redis
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
-from annotation.models import Judgment, Study
+from annotation.media.checks import check_media
+from annotation.media.store import stored_name_for
+from annotation.models import Judgment, MediaAttachment, MediaFile, Study
+from tests import hostile_files
 from tests.conftest import build_study, require_postgres
 from tests.integration.conftest import broker_url
 
@@ -63,6 +67,30 @@ def forget_entry_counts(url: str) -> None:
         client.delete(key)
 
 
+def attach_picture(study: Study, media_root) -> MediaFile:
+    """One checked picture on every item, written where the site's storage keeps it."""
+    checked = check_media(hostile_files.png(), "cartoon.png")
+    sha = hashlib.sha256(checked.data).hexdigest()
+    name = stored_name_for(checked, sha)
+    (media_root / name).parent.mkdir(parents=True, exist_ok=True)
+    (media_root / name).write_bytes(checked.data)
+    picture = MediaFile.objects.create(
+        study=study,
+        sha256=sha,
+        content_type=checked.content_type,
+        kind=checked.kind,
+        size_bytes=len(checked.data),
+        width=checked.width,
+        height=checked.height,
+        original_name="gpt5_caption.png",
+        file=name,
+    )
+    MediaAttachment.objects.bulk_create(
+        MediaAttachment(media=picture, item=item, alt_text="A cartoon") for item in study.items.all()
+    )
+    return picture
+
+
 def test_a_crowd_worker_completes_a_study_through_the_production_layout(
     transactional_db, tmp_path, tmp_path_factory, monkeypatch
 ):
@@ -75,6 +103,7 @@ def test_a_crowd_worker_completes_a_study_through_the_production_layout(
     # A small entry budget per client address, to see that the address is the one nginx saw.
     budget = {"FUNNYBONE_ENTRY_RATE_PER_MINUTE": "4"}
     with running_site(tmp_path, tmp_path_factory, production=True, extra_env=budget) as site:
+        picture = attach_picture(study, site.data_dir / "media")
         # The proxy's throw-away certificate is the one authority trusted, as a browser would trust a real one.
         trust = ssl.create_default_context(cafile=str(tmp_path / "nginx" / "cert.pem"))
         worker = CrowdBrowser(site.url, trust)
@@ -103,6 +132,18 @@ def test_a_crowd_worker_completes_a_study_through_the_production_layout(
         assert done.status_code == 200
         code = CODE.search(done.text)
         assert code and code.group(1).strip() == Study.objects.get(pk=study.pk).completion_code
+
+        # The items' picture comes from nginx (X-Accel-Redirect), blind, to the worker who held them only.
+        address = f"/m/{picture.public_id}"
+        served = worker.http.get(address)
+        assert served.status_code == 200, site.logs()
+        assert served.content == (site.data_dir / "media" / picture.file.name).read_bytes()
+        assert served.headers["content-type"] == "image/png"
+        assert served.headers["x-content-type-options"] == "nosniff"
+        assert served.headers["content-disposition"] == 'inline; filename="media.png"'
+        assert "x-accel-redirect" not in served.headers
+        assert httpx.get(f"{site.url}{address}", verify=trust).status_code == 404
+        assert httpx.get(f"{site.url}/_protected_media/{picture.file.name}", verify=trust).status_code == 404
 
         # The answers are in the database, one judgment per item.
         assert answered == 3

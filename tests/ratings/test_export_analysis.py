@@ -224,6 +224,7 @@ class TestParquet:
             "attention_passed": True,
             "created_at": moment,
             "provenance": "{}",
+            "media": '[{"id": "x"}]',
         }
         empty = dict.fromkeys(COLUMNS) | {"chosen_candidates": []}
         rows = [full, empty, dict.fromkeys(COLUMNS), full | {"item": "", "numeric": float("nan")}]
