@@ -12,8 +12,9 @@ which no model here is sent): ``blind_refusal`` is asked at run creation (pages,
 ``manage.py judge``) and again when a worker starts the run.
 """
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -31,10 +32,26 @@ def is_image(ref: MediaRef) -> bool:
     return ref.content_type.startswith("image/")
 
 
-@lru_cache(maxsize=8)
+# A run asks about the same cartoon for every caption, trial and order: the last few files read are kept
+# encoded, by public id (a file's bytes never change under its id). Bounded: a file is at most
+# FUNNYBONE_MEDIA_MAX_BYTES, so this holds a few of them.
+_RECENT_URIS: OrderedDict[str, str] = OrderedDict()
+_RECENT_MAX = 8
+_recent_lock = threading.Lock()
+
+
 def _data_uri(ref: MediaRef) -> str:
-    # A run asks about the same cartoon for every caption and trial: read and encode it once.
-    return media_data_uri(ref)
+    with _recent_lock:
+        uri = _RECENT_URIS.get(ref.id)
+        if uri is not None:
+            _RECENT_URIS.move_to_end(ref.id)
+            return uri
+    uri = media_data_uri(ref)
+    with _recent_lock:
+        _RECENT_URIS[ref.id] = uri
+        while len(_RECENT_URIS) > _RECENT_MAX:
+            _RECENT_URIS.popitem(last=False)
+    return uri
 
 
 def image_parts(refs: Sequence[MediaRef], *, shown: Sequence[str]) -> list[dict[str, Any]]:
