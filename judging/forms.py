@@ -23,6 +23,7 @@ JUDGE_FIELDS = [
     "temperature",
     "max_tokens",
     "structured_output",
+    "sees_images",
     "timeout_seconds",
     "max_retries",
     "backoff_seconds",
@@ -41,6 +42,7 @@ ENDPOINT_LABELS = {
     "api_key_env": "API key environment variable",
     "max_tokens": "Max tokens",
     "timeout_seconds": "Timeout (seconds)",
+    "sees_images": "The model sees images",
     "backoff_seconds": "First retry wait (seconds)",
     "rate_limit_per_minute": "Rate limit (requests per minute)",
 }

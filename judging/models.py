@@ -40,6 +40,13 @@ class EndpointSettings(models.Model):
     structured_output = models.BooleanField(
         default=True, help_text="Send the answer's JSON schema as response_format (when the server supports it)."
     )
+    sees_images = models.BooleanField(
+        default=False,
+        help_text=(
+            "The model takes images (OpenAI image_url parts). A text-only model is refused on items "
+            "that carry pictures."
+        ),
+    )
     timeout_seconds = models.FloatField(default=60.0, validators=[MinValueValidator(0.1)])
     max_retries = models.PositiveSmallIntegerField(default=3, validators=[MaxValueValidator(10)])
     backoff_seconds = models.FloatField(

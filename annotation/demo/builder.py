@@ -25,6 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils.text import slugify
 
+from ..media.store import StoredFiles
 from ..models import Study
 from ..services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
 from ..task_types.free_text import apply_edit, marked_token
@@ -32,6 +33,8 @@ from ..task_types.free_text import apply_edit, marked_token
 DATA_DIR = Path(__file__).resolve().parent / "data"
 # One file per protocol of PROTOCOLS.md, in the order the page lists them.
 PROTOCOLS = ("humorrank", "jest", "oogiri", "chumor", "semeval2020t7")
+# Studies whose items carry pictures (cartoons drawn at load time: ``cartoons.py``).
+PICTURE_STUDIES = "pictures"
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - a documented local-only login
 
@@ -48,6 +51,8 @@ class DemoStudy:
     # A protocol data file beside the YAML, imported through the protocol's own importer
     # (items and the answers it holds), so the demo's protocol report has numbers to show.
     import_file: str | None = None
+    # Pictures to attach once the items exist, by item id: drawn, stored and attached by ``_attach``.
+    pictures: dict[str, list[PictureSpec]] = field(default_factory=dict)
 
     @property
     def protocol(self) -> str:
@@ -57,6 +62,16 @@ class DemoStudy:
     def slug(self) -> str:
         # The slug study_create gives a new study of this name.
         return slugify(self.name)[:60]
+
+
+@dataclass(frozen=True)
+class PictureSpec:
+    """One of the demo's cartoons on an item: the scene drawn, its role on the item, its alt text."""
+
+    scene: str
+    role: str
+    alt: str
+    candidate_key: str = ""
 
 
 class DemoLoginRefused(Exception):
@@ -77,10 +92,12 @@ def demo_studies() -> list[DemoStudy]:
     for protocol in PROTOCOLS:
         data = yaml.safe_load((DATA_DIR / f"{protocol}.yaml").read_text(encoding="utf-8"))
         studies.extend(_study_from(raw) for raw in data["studies"])
+    data = yaml.safe_load((DATA_DIR / f"{PICTURE_STUDIES}.yaml").read_text(encoding="utf-8"))
+    studies.extend(_study_from(raw, cartoons=data["cartoons"]) for raw in data["studies"])
     return studies
 
 
-def _study_from(raw: dict[str, Any]) -> DemoStudy:
+def _study_from(raw: dict[str, Any], *, cartoons: list[dict[str, Any]] | None = None) -> DemoStudy:
     settings = dict(raw.get("settings") or {})
     settings["protocol"] = raw["protocol"]
     settings["consent_text"] = " ".join(raw["consent"].split())
@@ -91,8 +108,21 @@ def _study_from(raw: dict[str, Any]) -> DemoStudy:
         items = contest_items(raw["contest"])
     elif "graded_edits" in raw:
         items = graded_edit_items(raw["graded_edits"])
+    elif "cartoon_items" in raw:
+        items = caption_items(cartoons or [], pairs=raw["cartoon_items"] == "pairs")
     else:
         items = [_item(row) for row in raw.get("items") or []]
+    pictures = {
+        row["id"]: [PictureSpec(p["scene"], p["role"], p["alt"], p.get("candidate", "")) for p in row["pictures"]]
+        for row in raw.get("items") or []
+        if row.get("pictures")
+    }
+    if "cartoon_items" in raw:
+        alts = {cartoon["scene"]: " ".join(cartoon["alt"].split()) for cartoon in cartoons or []}
+        pictures = {
+            item.external_id: [PictureSpec(item.metadata["cartoon"], "prompt", alts[item.metadata["cartoon"]])]
+            for item in items
+        }
     return DemoStudy(
         name=raw["name"],
         task_type=raw["task_type"],
@@ -100,7 +130,33 @@ def _study_from(raw: dict[str, Any]) -> DemoStudy:
         settings=settings,
         items=items,
         import_file=raw.get("import_file"),
+        pictures=pictures,
     )
+
+
+def caption_items(cartoons: list[dict[str, Any]], *, pairs: bool) -> list[ItemSpec]:
+    """The caption contest's items: each caption under its cartoon, or (``pairs``) each two neighbouring
+    captions of a cartoon side by side. The cartoon's scene is in the metadata (``_study_from`` attaches it)."""
+    items = []
+    for cartoon in cartoons:
+        scene, captions = cartoon["scene"], cartoon["captions"]
+        metadata = {"cartoon": scene}
+        if not pairs:
+            items += [
+                ItemSpec(external_id=f"{scene}:{n}", text=caption, metadata=metadata, row=f"demo cartoon {scene}")
+                for n, caption in enumerate(captions, start=1)
+            ]
+            continue
+        for n in range(len(captions) - 1):
+            items.append(
+                ItemSpec(
+                    external_id=f"{scene}:{n + 1}-vs-{n + 2}",
+                    candidates=[CandidateSpec(key=f"caption-{m + 1}", text=captions[m]) for m in (n, n + 1)],
+                    metadata=metadata,
+                    row=f"demo cartoon {scene}",
+                )
+            )
+    return items
 
 
 def _item(row: dict[str, Any]) -> ItemSpec:
@@ -214,14 +270,53 @@ def _existing(demo: DemoStudy, owner: AbstractBaseUser) -> Study | None:
 
 def _build(demo: DemoStudy, owner: AbstractBaseUser) -> Study:
     # One transaction per study: a failure leaves no half-built draft behind
-    # that a later run would mistake for an existing demo study.
-    with transaction.atomic():
-        study = study_create(owner=owner, name=demo.name, task_type=demo.task_type, config=demo.config, **demo.settings)
-        if demo.items:
-            items_create(study=study, items=demo.items)
-        if demo.import_file:
-            _import(study, DATA_DIR / demo.import_file)
-        return study_set_state(study=study, state=Study.State.OPEN)
+    # that a later run would mistake for an existing demo study (nor a stored picture).
+    written = StoredFiles()
+    try:
+        with transaction.atomic():
+            study = study_create(
+                owner=owner, name=demo.name, task_type=demo.task_type, config=demo.config, **demo.settings
+            )
+            if demo.items:
+                items_create(study=study, items=demo.items)
+            if demo.import_file:
+                _import(study, DATA_DIR / demo.import_file)
+            if demo.pictures:
+                _attach(study, demo.pictures, written)
+            return study_set_state(study=study, state=Study.State.OPEN)
+    except BaseException:
+        written.discard()
+        raise
+
+
+def _attach(study: Study, pictures: dict[str, list[PictureSpec]], written: StoredFiles) -> None:
+    """Draw each cartoon once, check and store it through the media home, attach it to its items."""
+    from ..media.checks import check_media
+    from ..media.store import media_store
+    from ..models import Candidate, MediaAttachment
+    from .cartoons import draw
+
+    scenes = sorted({p.scene for specs in pictures.values() for p in specs})
+    stored = {
+        scene: media_store(
+            study=study, checked=check_media(draw(scene), f"{scene}.png"), original_name=f"{scene}.png", written=written
+        )
+        for scene in scenes
+    }
+    items = {item.external_id: item for item in study.items.filter(external_id__in=list(pictures))}
+    candidates = {(c.item_id, c.key): c for c in Candidate.objects.filter(item__in=items.values())}
+    MediaAttachment.objects.bulk_create(
+        MediaAttachment(
+            media=stored[spec.scene],
+            item=items[external_id],
+            candidate=candidates[(items[external_id].pk, spec.candidate_key)] if spec.candidate_key else None,
+            role=spec.role,
+            alt_text=spec.alt,
+            position=position,
+        )
+        for external_id, specs in pictures.items()
+        for position, spec in enumerate(specs)
+    )
 
 
 def _import(study: Study, path: Path) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from ..media import MediaRef, item_media, rater_media_url
 from ..models import HUMAN_KINDS, Assignment, Enrollment, Item, Judgment, Rater, Study
 from ..outcomes import answered_enough
 from ..plainsql import fetch, shape, table
@@ -41,12 +42,33 @@ def enrollment_by_token(*, enrollment_ids: list[int], entry_token: str) -> Enrol
 
 
 @dataclass(frozen=True)
+class ShownPicture:
+    """One picture (or sound, or clip) as the rater's page shows it: the blind address the media home
+    gives this rater, the researcher's alt text, and the size the page reserves for it."""
+
+    url: str
+    alt: str
+    width: int | None
+    height: int | None
+    content_type: str
+
+    @property
+    def is_image(self) -> bool:
+        return self.content_type.startswith("image/")
+
+    @property
+    def is_audio(self) -> bool:
+        return self.content_type.startswith("audio/")
+
+
+@dataclass(frozen=True)
 class ShownCandidate:
-    """A candidate as the rater sees it: its place on the page and its texts."""
+    """A candidate as the rater sees it: its place on the page, its texts and its own pictures."""
 
     position: int  # 0-based index into the assignment's shown_order; what the form posts
     text: str
     context: str
+    pictures: tuple[ShownPicture, ...] = ()
 
     @property
     def number(self) -> int:
@@ -58,6 +80,20 @@ class ShownItem:
     prompt: str
     text: str
     candidates: list[ShownCandidate]
+    prompt_pictures: tuple[ShownPicture, ...] = ()
+    pictures: tuple[ShownPicture, ...] = ()
+
+    @property
+    def pictures_first(self) -> bool:
+        """The item's own pictures are the first on the page (the prompt has none): load them at once."""
+        return not self.prompt_pictures
+
+
+def _shown(refs: list[MediaRef]) -> tuple[ShownPicture, ...]:
+    return tuple(
+        ShownPicture(rater_media_url(ref), ref.alt, ref.width, ref.height, ref.content_type)
+        for ref in sorted(refs, key=lambda ref: ref.position)
+    )
 
 
 def shown_item(*, assignment: Assignment) -> ShownItem:
@@ -65,12 +101,26 @@ def shown_item(*, assignment: Assignment) -> ShownItem:
     item = assignment.item
     # Items of task types without candidates were shown none: no query for them.
     by_key = {c.key: c for c in item.candidates.all()} if assignment.shown_order else {}
+    # The item's pictures, its candidates' by candidate key: one query (the media home's read).
+    refs = item_media([item.pk]).get(item.pk, [])
+    theirs: dict[str, list[MediaRef]] = defaultdict(list)
+    for ref in refs:
+        if ref.role == "candidate":
+            theirs[ref.candidate_key].append(ref)
     candidates = [
-        ShownCandidate(position=index, text=by_key[key].text, context=by_key[key].context)
+        ShownCandidate(
+            position=index, text=by_key[key].text, context=by_key[key].context, pictures=_shown(theirs.get(key, []))
+        )
         for index, key in enumerate(assignment.shown_order)
         if key in by_key
     ]
-    return ShownItem(prompt=item.prompt, text=item.text, candidates=candidates)
+    return ShownItem(
+        prompt=item.prompt,
+        text=item.text,
+        candidates=candidates,
+        prompt_pictures=_shown([ref for ref in refs if ref.role == "prompt"]),
+        pictures=_shown([ref for ref in refs if ref.role == "item"]),
+    )
 
 
 # Without a per-rater cap, the progress bar counts at most this many unseen items with room.

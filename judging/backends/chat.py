@@ -178,7 +178,7 @@ class ChatBackend:
     def close(self) -> None:
         self._client.close()
 
-    def complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
+    def complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None) -> Completion:
         try:
             return self._complete(messages, schema)
         except CallError as exc:
@@ -187,7 +187,7 @@ class ChatBackend:
             exc.raw = redact(exc.raw, self._secret)
             raise
 
-    def _complete(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
+    def _complete(self, messages: list[dict[str, Any]], schema: dict[str, Any] | None) -> Completion:
         mode = self.structured_mode
         structured = bool(schema) and mode != "off"
         body: dict[str, Any] = {

@@ -1,5 +1,6 @@
 """What the ``judge`` and ``generate`` commands share: the endpoint options, the run's owner, waiting on it."""
 
+import argparse
 import json
 import sys
 import time
@@ -38,11 +39,18 @@ def add_endpoint_arguments(parser, *, required: bool, name_help: str) -> None:
 
 
 def add_call_arguments(parser) -> None:
-    """--temperature, --max-tokens, --concurrency, --timeout: how to call it (default: the stored settings)."""
+    """--temperature, --max-tokens, --concurrency, --timeout, --sees-images: how to call it (default: the stored
+    settings)."""
     parser.add_argument("--temperature", type=float)
     parser.add_argument("--max-tokens", type=int)
     parser.add_argument("--concurrency", type=int)
     parser.add_argument("--timeout", type=float)
+    parser.add_argument(
+        "--sees-images",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="The model takes images; a text-only model is refused on a study with pictures.",
+    )
 
 
 def add_run_arguments(parser, *, what: str) -> None:
@@ -63,6 +71,7 @@ def endpoint_settings(opts: dict[str, Any]) -> dict[str, Any]:
             ("max_tokens", "max_tokens"),
             ("concurrency", "concurrency"),
             ("timeout_seconds", "timeout"),
+            ("sees_images", "sees_images"),
         )
         if opts[opt] is not None
     }

@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
+from annotation.media import item_media
 from annotation.models import Candidate, Item, Study
 from annotation.task_types import get_task_type
 
@@ -32,6 +33,7 @@ from ..limits import Limits, endpoint_call_limits
 from ..models import ACTIVE_RUN_STATES, GenerationRun, GenerationUnit, GeneratorConfig, RunStatus, UnitStatus
 from ..outbound import OutboundRefused
 from ..parsing import Parsed, find_json_object
+from ..prompts.images import image_parts, refuse_blind, with_images
 from ..prompts.render import check_template, render
 from ..retry import ABANDONED, OK, RetryPolicy, ask
 from ..runner import (
@@ -79,6 +81,7 @@ GENERATOR_SETTINGS = (
     "api_key_env",
     "temperature",
     "max_tokens",
+    "sees_images",
     "timeout_seconds",
     "max_retries",
     "backoff_seconds",
@@ -204,6 +207,8 @@ def generation_run_create(
     if any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
     _check_study_takes_candidates(study, {g.name for g in generators}, item_list)
+    for generator in generators:
+        refuse_blind(study=study, sees_images=generator.sees_images, who=f"The generator {generator}", items=item_list)
     with transaction.atomic():
         run = GenerationRun.objects.create(study=study, created_by=created_by)
         run.generators.set(generators)
@@ -241,7 +246,7 @@ def generation_run_fail(*, run_id: int, error: str) -> None:
 class _Prepared:
     unit: GenerationUnit
     generator: GeneratorConfig
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     rng: random.Random
 
 
@@ -296,6 +301,10 @@ class GenerationJob:
         messages = [{"role": "user", "content": render(generator.user_text, context)}]
         if generator.system_text.strip():
             messages.insert(0, {"role": "system", "content": render(generator.system_text, context)})
+        if generator.sees_images:
+            # Caption a cartoon: the prompt's pictures go with it (candidates' own are not the prompt's).
+            refs = [ref for ref in item_media([item.pk]).get(item.pk, []) if ref.role != "candidate"]
+            messages = with_images(messages, image_parts(refs, shown=[]))
         return _Prepared(unit, generator, messages, random.Random(f"{unit.pk}"))  # noqa: S311
 
     def call(self, prepared: _Prepared):

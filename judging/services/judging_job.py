@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from annotation.media import item_media
 from annotation.models import Assignment, Judgment
 from annotation.services.assignment import assignments_for_judge
 from annotation.services.judgments import ModelAnswer, judgment_retry, judgment_submit, judgments_submit_many
@@ -24,6 +25,7 @@ from ..limits import endpoint_call_limits
 from ..models import JudgeRun, JudgeUnit, UnitOutcome, UnitStatus
 from ..parsing import parse_answer
 from ..prompts import CandidateView, build_context, default_schema, render_messages
+from ..prompts.images import image_parts, refuse_blind, with_images
 from ..retry import ABANDONED, OK, Answer, RetryPolicy, ask
 from ..runner import complete_unit, pause_run, release_unit, update_rows
 from .runs import SWAPPED_TRIAL_OFFSET, unit_assignment
@@ -33,7 +35,7 @@ from .runs import SWAPPED_TRIAL_OFFSET, unit_assignment
 class Prepared:
     unit: JudgeUnit
     assignment: Assignment
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     schema: dict[str, Any] | None
     shown: list[str]
     item_text: str
@@ -90,6 +92,9 @@ class JudgeJob:
             )
             return
         self.concurrency = self.judge.concurrency
+        # Pictures added to the study after the run was made must not be judged blind either.
+        refuse_blind(study=self.study, sees_images=self.judge.sees_images, who=f"The judge {self.judge}")
+        self._media: dict[int, list] = {}
         self._secret = resolve_api_key(self.judge)
         self.backend = ChatBackend(
             base_url=self.judge.base_url,
@@ -143,7 +148,13 @@ class JudgeJob:
         if self.judge.is_baseline:
             self._judge_by_baseline(unit, assignment, retry=retry)
             return None
+        self._fetch_media([unit])
         return self._prepared(unit, assignment, retry)
+
+    def _fetch_media(self, units: list[JudgeUnit]) -> None:
+        """The pictures of a claimed batch's items, in one query (a text-only judge never gets this far
+        on a study with pictures: ``refuse_blind``)."""
+        self._media = item_media([unit.item_id for unit in units]) if self.judge.sees_images else {}
 
     def _already(self, existing_status: str | None) -> bool:
         """Judged before by this judge version: nothing to ask. A retry run asks again where that failed."""
@@ -155,6 +166,7 @@ class JudgeJob:
         """``prepare`` for a batch of claimed units with a handful of queries in all (the caller's transaction)."""
         if self.judge.is_baseline:
             return [(unit, self.prepare(unit)) for unit in units]
+        self._fetch_media(units)
         base, made = assignments_for_judge(
             study=self.study, rater=self.rater, wanted=[(unit.item, unit.trial) for unit in units]
         )
@@ -217,6 +229,9 @@ class JudgeJob:
         context = build_context(item=item, candidates=candidates, config=self.config, task_type=self.task_type)
         template = self.run.template
         messages = render_messages(system=template.system_text, user=template.user_text, context=context)
+        refs = self._media.get(item.pk)
+        if refs:
+            messages = with_images(messages, image_parts(refs, shown=assignment.shown_order))
         schema = template.response_schema or default_schema(
             task_type=self.task_type, config=self.config, n_candidates=len(candidates)
         )

@@ -29,6 +29,7 @@ from annotation.task_types import Level, get_task_type
 from ..keys import ApiKeyUnavailable, redact
 from ..models import ACTIVE_RUN_STATES, JudgeConfig, JudgeRun, JudgeUnit, RunStatus, Tournament, UnitStatus
 from ..outbound import OutboundRefused
+from ..prompts.images import refuse_blind
 from ..runner import (
     DriveResult,
     cancel_run,
@@ -95,6 +96,8 @@ def run_create(
         raise ValidationError("The study has no items to judge.")
     if item_list is not None and any(item.study_id != study.pk for item in item_list):
         raise ValidationError("Every item must belong to the study.")
+    if not judge.is_baseline:
+        refuse_blind(study=study, sees_images=judge.sees_images, who=f"The judge {judge}", items=item_list)
     in_worker = enqueue and item_list is None and _judged_items(study)[PREPARE_IN_WORKER_ABOVE:].exists()
     with transaction.atomic():
         changes = {
@@ -189,6 +192,8 @@ def run_retry_failed(*, run: JudgeRun, created_by=None, enqueue: bool = True) ->
     if run.is_active:
         raise ValidationError("The run is still going; retry its failures once it has stopped.")
     judge = run.judge
+    if not judge.is_baseline:
+        refuse_blind(study=run.study, sees_images=judge.sees_images, who=f"The judge {judge}")
     template = (
         None
         if judge.is_baseline

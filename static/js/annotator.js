@@ -1,4 +1,4 @@
-// Funnybone annotator: keyboard shortcuts, vote counters, focus after htmx swaps.
+// Funnybone annotator: keyboard shortcuts, vote counters, picture zoom, focus after htmx swaps.
 // No inline scripts anywhere: everything hangs off data attributes, so a strict
 // Content-Security-Policy can forbid inline code. Without this file every form
 // still works with plain clicks and posts.
@@ -81,7 +81,31 @@
     }
     var copy = event.target.closest("button[data-copy]");
     if (copy) copyCode(copy);
+    var zoom = event.target.closest("a[data-zoom]");
+    if (zoom && openPicture(zoom)) event.preventDefault();
+    var dialog = pictureDialog();
+    // A click on the backdrop (the dialog element itself, outside its contents) closes it.
+    if (dialog && event.target === dialog) dialog.close();
   });
+
+  // -- pictures: a picture's link opens it larger in the page's dialog ------------
+  // Without the script (or without <dialog>) the link simply shows the file.
+
+  function pictureDialog() {
+    return document.getElementById("picture-dialog");
+  }
+
+  function openPicture(link) {
+    var dialog = pictureDialog();
+    var image = dialog && dialog.querySelector("img[data-zoom-image]");
+    var small = link.querySelector("img");
+    if (!image || !small || typeof dialog.showModal !== "function") return false;
+    image.src = link.getAttribute("href");
+    image.alt = small.alt;
+    dialog.showModal();
+    // Focus goes back to the link when the dialog closes (the browser remembers the opener).
+    return true;
+  }
 
   document.addEventListener("input", function (event) {
     if (event.target.matches && event.target.matches("input.vote-count")) {
@@ -161,6 +185,9 @@
   document.addEventListener("keydown", function (event) {
     // Leave composing input methods (Chinese, Japanese, ...) and browser shortcuts alone.
     if (event.defaultPrevented || event.isComposing || event.altKey) return;
+    // While a picture is enlarged, keys belong to the dialog (Esc closes it), never to the answer.
+    var dialog = pictureDialog();
+    if (dialog && dialog.open) return;
     var form = answerForm();
     if (!form) return;
     var target = event.target;
@@ -172,6 +199,8 @@
     }
     // Typing is typing: a micro-edit's Enter submits its form natively.
     if (isTyping(target) || event.ctrlKey || event.metaKey) return;
+    // Enter on a focused link follows it (a picture's link opens it larger); it submits nothing.
+    if (event.key === "Enter" && target.closest && target.closest("a[href]")) return;
 
     // Each form says by its fieldset which keys it takes; plain answer buttons otherwise.
     var handled;

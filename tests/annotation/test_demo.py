@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from annotation.demo.builder import DEMO_PASSWORD, DEMO_USERNAME
-from annotation.models import Candidate, Item, Judgment, Study
+from annotation.media import item_media, media_bytes
+from annotation.models import Candidate, Item, Judgment, MediaAttachment, MediaFile, Study
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import (
     enroll_crowdworker,
@@ -21,6 +22,13 @@ from annotation.task_types import TIE, get_task_type
 from annotation.task_types.free_text import marked_token
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _media_root(settings, tmp_path):
+    # The demo's cartoons are stored through the media home: keep them out of the real data folder.
+    settings.MEDIA_ROOT = tmp_path / "media"
+
 
 PROTOCOLS = {"humorrank", "jest", "oogiri", "chumor", "semeval2020t7"}
 JEST_SLUG = "demo-jest-how-funny-is-it-0-to-3"
@@ -39,6 +47,8 @@ def snapshot() -> dict:
         "studies": list(Study.objects.order_by("pk").values()),
         "items": list(Item.objects.order_by("pk").values()),
         "candidates": list(Candidate.objects.order_by("pk").values()),
+        "media": list(MediaFile.objects.order_by("pk").values()),
+        "attachments": list(MediaAttachment.objects.order_by("pk").values()),
     }
 
 
@@ -86,7 +96,8 @@ class TestLoadDemo:
     def test_it_creates_one_open_study_per_protocol(self):
         output = load_demo()
         studies = list(Study.objects.all())
-        assert {s.protocol.split("-")[0] for s in studies} == PROTOCOLS  # template keys start with the family
+        # Template keys start with the family; the caption contest follows no protocol of PROTOCOLS.md.
+        assert {s.protocol.split("-")[0] for s in studies} - {""} == PROTOCOLS
         assert {s.state for s in studies} == {Study.State.OPEN}
         assert {s.owner.username for s in studies} == {DEMO_USERNAME}
         for study in studies:
@@ -166,6 +177,31 @@ class TestDemoContent:
     @pytest.fixture(autouse=True)
     def _demo(self):
         load_demo()
+
+    def test_the_caption_contest_shows_each_caption_under_its_drawn_cartoon(self):
+        rating = Study.objects.get(slug="demo-caption-contest-how-funny-is-this-caption")
+        pairs = Study.objects.get(slug="demo-caption-contest-which-caption-is-funnier")
+        assert (rating.task_type, rating.config["labels"]) == ("ordinal", ["Unfunny", "Somewhat funny", "Funny"])
+        assert (pairs.task_type, pairs.items.count()) == ("pairwise", 8)
+        for study in (rating, pairs):
+            media = item_media(study.items.values_list("pk", flat=True))
+            assert len(media) == study.items.count()  # every item has its cartoon
+            refs = [ref for refs in media.values() for ref in refs]
+            assert {(ref.role, ref.content_type, ref.width, ref.height) for ref in refs} == {
+                ("prompt", "image/png", 640, 480)
+            }
+            assert all(ref.alt for ref in refs)
+            # Four cartoons, each stored once per study however many captions it carries.
+            assert MediaFile.objects.filter(study=study).count() == 4
+            with media_bytes(refs[0]) as stream:
+                assert stream.read(8) == b"\x89PNG\r\n\x1a\n"
+
+    def test_the_image_oogiri_study_is_in_japanese_with_a_picture_per_prompt(self):
+        study = Study.objects.get(slug="demo-image-oogiri-in-japanese")
+        assert (study.task_type, study.config["language"], study.protocol) == ("vote_allocation", "ja", "oogiri-voting")
+        media = item_media(study.items.values_list("pk", flat=True))
+        assert sorted(len(refs) for refs in media.values()) == [1, 1]
+        assert all("。" in refs[0].alt for refs in media.values())  # alt text in the study's language
 
     def test_humorrank_pairs_jokes_from_four_contestant_models(self):
         contest = Study.objects.get(protocol="humorrank-contest")

@@ -29,7 +29,8 @@ def fresh_rate_limits():
 
 
 @pytest.fixture
-def demo(transactional_db):
+def demo(transactional_db, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # the demo's cartoons
     load_demo()
     return {
         "zh": Study.objects.get(slug="demo-chumor-which-explanation-is-better"),

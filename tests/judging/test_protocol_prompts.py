@@ -15,6 +15,13 @@ from judging.testing.scripted_server import ScriptedServer, prompt_text
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _media_root(settings, tmp_path):
+    # The demo's cartoons are stored through the media home: keep them out of the real data folder.
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
 #: Stands for the question the study itself sets (a pick-one study's ``config["question"]``).
 QUESTION = "{question}"
 #: What the prompt of each protocol's study must say: its question and its answer labels.
@@ -46,10 +53,13 @@ def test_each_demo_study_is_judged_with_its_protocols_question(researcher):
         prompts.append(prompt_text(request))
         return answer_for(request)
 
-    studies = load_demo(owner=researcher).created
+    # The caption contest demo follows no protocol; the image Oogiri one does, and has pictures.
+    studies = [study for study in load_demo(owner=researcher).created if study.protocol]
     assert {s.protocol for s in studies} >= {"chumor-explanation", "chumor-preference", "semeval2020t7-grading"}
     with ScriptedServer(answer) as server:
-        judge = judge_create(owner=researcher, name="default prompts", base_url=server.url, model="fake")
+        judge = judge_create(
+            owner=researcher, name="default prompts", base_url=server.url, model="fake", sees_images=True
+        )
         for study in studies:
             prompts.clear()
             item = study.items.filter(is_attention_check=False).order_by("pk").first()

@@ -12,6 +12,11 @@ from annotation.models import Study
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _media_root(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # the demo's cartoons
+
+
 def load_demo(*args: str) -> str:
     out = io.StringIO()
     call_command("load_demo", *args, stdout=out)
