@@ -660,7 +660,12 @@ def rater_answers(*, study: Study, key: str) -> dict[int, Any]:
 def next_step(enrollment: Enrollment) -> str:
     """The step before the items this enrollment is on: qualification, practice, questions, or item."""
     study = enrollment.study
-    if study.qualification_id is not None and study.qualification_mode == "test" and enrollment.qualified_at is None:
+    if (
+        study.qualification_id is not None
+        and study.qualification_mode == "test"
+        and enrollment.qualified_at is None
+        and study.qualification.items  # a test of no items (its items removed by hand) is no step
+    ):
         return "qualification"
     if study.practice and enrollment.practised_at is None:
         return "practice"

@@ -56,7 +56,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
         form = WebhookForm(owner=request.user)
     hooks = owned_by(Webhook, user=request.user).select_related("study").order_by("-created_at")
     deliveries = (
-        WebhookDelivery.objects.filter(webhook__owner=request.user)
+        owned_by(WebhookDelivery, user=request.user)
         .select_related("webhook")
         .order_by("-created_at", "-id")[:RECENT_DELIVERIES]
     )

@@ -72,6 +72,10 @@ class ProlificError(Exception):
         self.status = status
 
 
+class ProlificNotSetUp(ProlificError):
+    """Nothing was asked of Prolific: the researcher has a step to take first (store a token, replace it)."""
+
+
 @dataclass(frozen=True)
 class Submission:
     id: str
@@ -101,11 +105,11 @@ def token_stored(*, owner) -> bool:
 def _token_of(owner) -> str:
     stored = ProlificToken.objects.filter(owner=owner).values_list("token_encrypted", flat=True).first()
     if stored is None:
-        raise ProlificError("No Prolific token is stored: add one on this page first.")
+        raise ProlificNotSetUp("No Prolific token is stored: add one on this page first.")
     try:
         return decrypt_api_key(stored)
     except ApiKeyUnavailable:
-        raise ProlificError(
+        raise ProlificNotSetUp(
             "The stored Prolific token cannot be read any more (the secret changed); replace it."
         ) from None
 

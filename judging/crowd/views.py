@@ -112,9 +112,9 @@ def act(request: HttpRequest, pk: int, action: str) -> HttpResponse:
     except ValidationError as exc:
         return crowd_page(request, pk, problems=_problems(exc), status=400)
     except prolific.ProlificError as exc:
-        return crowd_page(
-            request, pk, problems=[str(exc)], status=502 if exc.status is None or exc.status >= 500 else 400
-        )
+        # Prolific failing or unreachable is a bad gateway; a step the researcher must take first is theirs.
+        failed_upstream = not isinstance(exc, prolific.ProlificNotSetUp) and (exc.status is None or exc.status >= 500)
+        return crowd_page(request, pk, problems=[str(exc)], status=502 if failed_upstream else 400)
     messages.success(request, done)
     return redirect("crowd:page", pk=study.pk)
 

@@ -140,8 +140,14 @@ class TestTemplateApi:
         taken, missing = create("rita-critic"), create("no-such-critic")
         assert (taken.status_code, missing.status_code) == (400, 400)
         # Told exactly as for a name that does not exist: nothing says Rita has one.
-        assert taken.json() == {"detail": ["There is no prompt template named 'rita-critic'."]}
-        assert missing.json() == {"detail": ["There is no prompt template named 'no-such-critic'."]}
+        assert taken.json() == {
+            "detail": "There is no prompt template named 'rita-critic'.",
+            "errors": ["There is no prompt template named 'rita-critic'."],
+        }
+        assert missing.json() == {
+            "detail": "There is no prompt template named 'no-such-critic'.",
+            "errors": ["There is no prompt template named 'no-such-critic'."],
+        }
         assert not JudgeConfig.objects.filter(owner__username="otto").exists()
 
     @pytest.mark.parametrize(

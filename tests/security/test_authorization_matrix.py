@@ -70,7 +70,10 @@ def generator(w: World) -> dict:
     from judging.services.generation import generator_create
 
     found = GeneratorConfig.objects.filter(owner=w.owner).first()
-    found = found or generator_create(owner=w.owner, name="owners-gen", base_url="http://127.0.0.1:9/v1", model="m")
+    # It sees images: the media route puts a picture on the study's items, and a text-only one would be refused.
+    found = found or generator_create(
+        owner=w.owner, name="owners-gen", base_url="http://127.0.0.1:9/v1", model="m", sees_images=True
+    )
     return {"pk": found.pk}
 
 
@@ -128,6 +131,39 @@ def held_media(w: World) -> dict:
     return {"public_id": media.public_id}
 
 
+def qualified(w: World) -> dict:
+    """The owner's study, given a qualification test (again, if a PUT of its rater steps took it away)."""
+    from annotation.models import Qualification
+
+    w.study.refresh_from_db()
+    if w.study.qualification_id is None:
+        item = {"id": "q1", "text": "Rate this: a test joke.", "gold": {"rating": 2}}
+        test, _ = Qualification.objects.get_or_create(
+            owner=w.owner,
+            name="owners-test",
+            defaults={"task_type": w.study.task_type, "items": [item], "min_correct": 1},
+        )
+        Study.objects.filter(pk=w.study.pk).update(qualification=test)
+    return {"pk": w.study.pk}
+
+
+def webhook(w: World) -> dict:
+    from judging.models import Webhook
+
+    found = Webhook.objects.filter(owner=w.owner).first()
+    found = found or Webhook.objects.create(owner=w.owner, url="http://127.0.0.1:9/hook", secret="s", events=[])
+    return {"pk": found.pk}
+
+
+def delivery(w: World) -> dict:
+    from judging.models import Webhook, WebhookDelivery
+
+    hook = Webhook.objects.get(pk=webhook(w)["pk"])
+    found = WebhookDelivery.objects.filter(webhook=hook).first()
+    found = found or WebhookDelivery.objects.create(webhook=hook, event="study.opened", payload={}, status="failed")
+    return {"pk": found.pk}
+
+
 MATRIX: dict[str, Route] = {
     "annotator:media": Route(MEDIA, ("GET",), held_media),
     # The annotator's side.
@@ -138,6 +174,9 @@ MATRIX: dict[str, Route] = {
     "annotator:expert_home": Route(ACCOUNT, ("GET",)),
     "annotator:lease": Route(ANNOTATOR, ("POST",), token),
     "annotator:consent": Route(ANNOTATOR, ("GET", "POST"), token),
+    "annotator:qualification": Route(ANNOTATOR, ("GET", "POST"), token),
+    "annotator:practice": Route(ANNOTATOR, ("GET", "POST"), token),
+    "annotator:questions": Route(ANNOTATOR, ("GET", "POST"), token),
     "annotator:declined": Route(PUBLIC, ("GET",), token, public_statuses=(200,), why="a thank-you page"),
     "annotator:instructions": Route(ANNOTATOR, ("GET", "POST"), token),
     "annotator:item": Route(ANNOTATOR, ("GET", "POST"), token),
@@ -161,6 +200,13 @@ MATRIX: dict[str, Route] = {
     "researcher:progress": Route(PAGE, ("GET",), study),
     "researcher:invitation_new": Route(PAGE, ("POST",), study),
     "researcher:study_download": Route(PAGE, ("GET",), study),
+    "researcher:rater_steps": Route(PAGE, ("GET", "POST"), study),
+    "researcher:qualification_allowlist": Route(PAGE, ("GET",), qualified),
+    "crowd:page": Route(PAGE, ("GET",), study),
+    "crowd:token": Route(PAGE, ("POST",), study),
+    "crowd:link": Route(PAGE, ("POST",), study),
+    "crowd:withdraw": Route(PAGE, ("POST",), study),
+    "crowd:act": Route(PAGE, ("POST",), lambda w: {"pk": w.study.pk, "action": "approve"}),
     # The researcher's API.
     "api:schema": Route(PUBLIC, ("GET",), public_statuses=(200,), why="the OpenAPI description, no data"),
     "api:study_list": Route(API, ("GET",), scope=GLOBAL),
@@ -176,6 +222,9 @@ MATRIX: dict[str, Route] = {
     "api:judgment_list": Route(API, ("GET",), study),
     # Judges.
     "judging:judge_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "judging:webhook_list": Route(PAGE, ("GET", "POST"), scope=GLOBAL),
+    "judging:webhook_delete": Route(PAGE, ("POST",), webhook),
+    "judging:webhook_redeliver": Route(PAGE, ("POST",), delivery),
     "judging:baselines_add": Route(PAGE, ("POST",), scope=GLOBAL),
     "judging:judge_edit": Route(PAGE, ("GET", "POST"), lambda w: {"pk": w.judge.pk}),
     "judging:judge_test": Route(PAGE, ("POST",), lambda w: {"pk": w.judge.pk}),
@@ -239,6 +288,7 @@ MATRIX: dict[str, Route] = {
     ),
     "exports:page": Route(PAGE, ("GET",), slug),
     "exports:request": Route(PAGE, ("POST",), slug),
+    "exports:card": Route(PAGE, ("POST",), slug),
     "exports:status": Route(PAGE, ("GET",), lambda w: {"pk": w.export.pk}),
     "exports:download": Route(PAGE, ("GET",), lambda w: {"pk": w.export.pk}),
     "exports:api_create": Route(API, ("POST",), slug),
@@ -256,6 +306,10 @@ MATRIX: dict[str, Route] = {
     "v1:import_detail": Route(API, ("GET",), lambda w: {"pk": w.study.pk, "import_pk": w.item_import.pk}),
     "v1:judgment_list": Route(API, ("GET",), study),
     "v1:report_agreement": Route(API, ("GET",), study),
+    "v1:report_alignment": Route(API, ("GET",), study),
+    "v1:study_rater_steps": Route(API, ("GET", "PUT"), study),
+    "v1:study_allowlist": Route(API, ("GET",), qualified),
+    "v1:withdrawal_create": Route(API, ("POST",), study),
     "v1:export_list": Route(API, ("GET", "POST"), study),
     "v1:export_detail": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),
     "v1:export_download": Route(API, ("GET",), lambda w: {"pk": w.export.pk}),

@@ -464,6 +464,35 @@ class Funnybone:
                 raise TimeoutError(f"the alignment report of study {study_id} was still computing after {timeout} s")
             self.sleep(self.poll_every)
 
+    # -- raters: qualification, practice, questionnaires, withdrawal ---------------------------
+
+    def rater_steps(self, study_id: int) -> JSON:
+        """The study's qualification test, practice items and questionnaires (docs/raters.md), as study-file sections."""
+        result: JSON = self._get(f"/studies/{study_id}/rater-steps/")
+        return result
+
+    def set_rater_steps(
+        self,
+        study_id: int,
+        *,
+        qualification: JSON | None = None,
+        practice: JSON | None = None,
+        questionnaire: JSON | None = None,
+    ) -> JSON:
+        """Replace the study's qualification, practice and questionnaires; a section left out (None) is removed."""
+        body = {"qualification": qualification, "practice": practice, "questionnaire": questionnaire}
+        result: JSON = self._request("PUT", f"/studies/{study_id}/rater-steps/", json=body)
+        return result
+
+    def qualification_allowlist(self, study_id: int, to: str | Path) -> Path:
+        """Save the CSV of participant ids who passed the study's qualification (a Prolific allowlist) to ``to``."""
+        return self.download(f"/studies/{study_id}/qualification/allowlist/", to)
+
+    def withdraw(self, study_id: int, participant: str) -> JSON:
+        """Withdraw a participant (their pseudonym ``P-…`` or platform id): everything they gave is deleted."""
+        result: JSON = self._post(f"/studies/{study_id}/withdrawals/", json={"participant": participant})
+        return result
+
     # -- exports -------------------------------------------------------------------------
 
     def exports(self, study_id: int) -> Iterator[JSON]:
@@ -718,6 +747,10 @@ OPERATIONS: dict[str, str] = {
     "judgments_list": "iter_judgments",
     "reports_agreement": "agreement",
     "reports_alignment": "alignment",
+    "studies_rater_steps": "rater_steps",
+    "studies_rater_steps_set": "set_rater_steps",
+    "studies_qualification_allowlist": "qualification_allowlist",
+    "withdrawals_create": "withdraw",
     "exports_list": "exports",
     "exports_create": "start_export",
     "exports_retrieve": "export_status",

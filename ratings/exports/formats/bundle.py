@@ -17,6 +17,7 @@ register_format(
         content_type="application/zip",
         write=write_bundle,
         binary=True,
+        holds_rater_ids=False,
         position=60,
     )
 )
