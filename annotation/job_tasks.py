@@ -29,6 +29,7 @@ goes through it, so a task body is only the work:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -160,7 +161,9 @@ def jobs_recover() -> dict[str, Recovered]:
     return found
 
 
-def job_run(kind: JobKind, pk: int, work: Callable[[Held], Any], *, token: str | None = None) -> bool:
+def job_run(
+    kind: JobKind, pk: int, work: Callable[[Held], Any], *, token: str | None = None, soft_limit: float | None = None
+) -> bool:
     """Claim job ``pk`` of ``kind`` and run ``work`` on it under a heartbeat; False when there was nothing to do.
 
     Nothing to do: another worker holds it, or it ended. A holder that lost
@@ -172,7 +175,8 @@ def job_run(kind: JobKind, pk: int, work: Callable[[Held], Any], *, token: str |
         logger.info("%s %s is finished or held elsewhere; nothing to do", kind.name, pk)
         return False
     try:
-        with heartbeat(claim) as beat:
+        deadline = time.monotonic() + soft_limit if soft_limit else None
+        with heartbeat(claim, deadline=deadline) as beat:
             work(Held(pk=pk, token=claim.token, beat=beat))
     except LeaseLost:
         logger.warning("%s %s was taken over while this worker had it; its writes were undone", kind.name, pk)
@@ -191,7 +195,7 @@ def job_task(kind: JobKind, *, name: str | None = None, **options: Any) -> Calla
         def run(self, job_id: int) -> str:
             token = new_token()
             try:
-                job_run(kind, job_id, work, token=token)
+                job_run(kind, job_id, work, token=token, soft_limit=soft_limit_of(self))
             except SoftTimeLimitExceeded:
                 logger.warning("%s %s hit its time limit", kind.name, job_id)
                 message = time_limit_message(soft_limit_of(self), what=kind.what, outcome=kind.outcome)

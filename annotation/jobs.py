@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -191,17 +192,28 @@ class LeaseLost(Exception):
 
 @dataclass
 class Beat:
-    """What the heartbeat thread found: ``lost`` is set once the job was no longer ours."""
+    """What the heartbeat thread found: ``lost`` is set once the job was no longer ours.
+
+    ``deadline`` (``time.monotonic``) is the soft time limit of the delivery. Celery raises the limit
+    as a signal in whatever code runs at that moment; landing in a destructor (Django's
+    ``ModelState.__del__``) it is swallowed and the job ran on. ``check`` raises it again once the
+    deadline has passed, so a job's next check ends it the way the signal should have.
+    """
 
     lost: threading.Event = field(default_factory=threading.Event)
+    deadline: float | None = None
 
     def check(self) -> None:
         if self.lost.is_set():
             raise LeaseLost("This job was taken over while it ran (its heartbeat was missed).")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            from celery.exceptions import SoftTimeLimitExceeded
+
+            raise SoftTimeLimitExceeded()
 
 
 @contextmanager
-def heartbeat(claim: Claim, *, every: float | None = None) -> Iterator[Beat]:
+def heartbeat(claim: Claim, *, every: float | None = None, deadline: float | None = None) -> Iterator[Beat]:
     """Renew the claimed job's lease every ``every`` seconds from a daemon thread until the block ends.
 
     It beats only for a ``Claim`` (so never before the claim) and only once
@@ -210,7 +222,7 @@ def heartbeat(claim: Claim, *, every: float | None = None) -> Iterator[Beat]:
     its lock, so no thread starts there and the block runs unbeaten.
     """
     interval = heartbeat_seconds() if every is None else every
-    beat = Beat()
+    beat = Beat(deadline=deadline)
     if connection.in_atomic_block:
         yield beat
         return

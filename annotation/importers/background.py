@@ -216,6 +216,7 @@ def _write(item_import: ItemImport, token: str, beat: Beat, specs: list, media: 
                 media_orphans_delete(study=item_import.study)
             if media:
                 media_attach(study=item_import.study, specs=specs, checked=media, written=written)
+            beat.check()  # past the time limit (or no longer ours): roll back rather than commit
             _finish(item_import, token, items_created=count)
     except ImportErrors as exc:
         written.discard()

@@ -90,6 +90,9 @@ class TestAnnotatorForms:
             "annotator:instructions",
             "annotator:item",
             "annotator:lease",
+            "annotator:qualification",
+            "annotator:practice",
+            "annotator:questions",
         }
         for name, method in routes:
             url = reverse(name, kwargs=MATRIX[name].kwargs(world))
