@@ -19,6 +19,7 @@ hand-out calls, the log and its replay, the study page's summary — is
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +107,7 @@ def order(priority: np.ndarray, ids: np.ndarray, *, seed: int, rater: int) -> np
     return live[np.lexsort((jitter, -priority[live]))]
 
 
-class AllocationPolicy:
+class AllocationPolicy(ABC):
     """One way of choosing items. Subclasses set the names and implement the ranking."""
 
     name: str = ""
@@ -135,9 +136,11 @@ class AllocationPolicy:
         """Add the columns the ranking needs beyond the counts (read from the database); nothing by default."""
         return
 
+    @abstractmethod
     def plan(self, arms: Arms, params: Params) -> Plan:
-        raise NotImplementedError
+        """Rank the items for the next hand-out: each item's priority, the context the replay needs."""
 
+    @abstractmethod
     def priorities(
         self,
         n: np.ndarray,
@@ -149,7 +152,6 @@ class AllocationPolicy:
     ) -> np.ndarray:
         """The priority of each item from its own values and the plan's context: ``plan``'s rule, which the
         replay runs again on the logged items."""
-        raise NotImplementedError
 
 
 def scale_ends(task_type: TaskType, config: dict[str, Any]) -> tuple[float, float]:

@@ -23,6 +23,9 @@ class Uniform(AllocationPolicy):
     def plan(self, arms: Arms, params: Params) -> Plan:
         return Plan(priority=np.zeros(len(arms)), context={}, columns={})
 
+    def priorities(self, n, total, total_sq, columns, context, params) -> np.ndarray:
+        return np.zeros(len(n))  # no ranking: the study's own walk decides
+
 
 class TopK(AllocationPolicy):
     """KL-LUCB: find the k items with the highest mean rating, with confidence 1 − δ.
