@@ -17,6 +17,9 @@ from .base import ConfigField, Level, Shortcut, TaskType, check_storable, requir
 
 MARKED_TOKEN = re.compile(r"<([^<>/]+)/>")
 ONE_WORD = re.compile(r"^[^\s<>]+$")
+# One character of a replacement word in a pattern a grammar converter takes (llama.cpp's refuses
+# ``\s``), without the quote and backslash a JSON string would have to escape.
+WORD_CHAR = r'[^ \t\n\r<>"\\]'
 
 
 def marked_token(text: str) -> str:
@@ -24,6 +27,44 @@ def marked_token(text: str) -> str:
     if len(found) != 1:
         raise ValidationError("A micro-edit headline must mark exactly one token as <token/>.")
     return found[0]
+
+
+def _char_class(chars: str, *, negated: bool) -> str:
+    """A regex character class of ``chars`` (negated: of word characters other than them)."""
+    body = "".join("\\" + c if c in "]\\^-" else c for c in sorted(set(chars)))
+    return f'[^ \\t\\n\\r<>"\\\\{body}]' if negated else f"[{body}]"
+
+
+def _forms(char: str) -> str:
+    """The character in either case (a case that is two characters, as "İ".lower(), is left out)."""
+    return "".join(form for form in {char, char.lower(), char.upper()} if len(form) == 1)
+
+
+def one_word_pattern(*, max_length: int, original: str = "") -> str:
+    """A regex, without look-arounds (grammar converters refuse them), for one replacement word.
+
+    The rule ``MicroEdit.validate`` checks, a little narrower: one word of at most ``max_length``
+    characters without spaces, angle brackets, quotes or backslashes, and (when ``original`` is given)
+    not the marked word again in any case.
+    Every string of the original's length that differs from it differs first at some position, so
+    the exclusion is the union, over positions, of "the original up to here, then another character".
+    """
+    max_length = max(1, int(max_length))
+    word = original.strip()
+    if not word or len(word) > max_length:
+        return rf"^{WORD_CHAR}{{1,{max_length}}}$"
+    n = len(word)
+    branches = []
+    if n > 1:
+        branches.append(rf"{WORD_CHAR}{{1,{n - 1}}}")
+    if n < max_length:
+        branches.append(rf"{WORD_CHAR}{{{n + 1},{max_length}}}")
+    for i in range(n):
+        rest = n - i - 1
+        tail = rf"{WORD_CHAR}{{{rest}}}" if rest else ""
+        same = "".join(_char_class(_forms(c), negated=False) for c in word[:i])
+        branches.append(same + _char_class(_forms(word[i]), negated=True) + tail)
+    return "^(" + "|".join(branches) + ")$"
 
 
 def apply_edit(text: str, replacement: str) -> str:

@@ -188,6 +188,10 @@ def check_template(*, system: str, user: str, task_type: str | None) -> None:
             )
 
 
-def default_schema(*, task_type: str, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
-    """The JSON schema an answer of this task type must follow (None: free text)."""
-    return task_types.judging_type(task_type).output_schema(config=config, n_candidates=n_candidates)
+def default_schema(
+    *, task_type: str, config: dict[str, Any], n_candidates: int, item_text: str = ""
+) -> dict[str, Any] | None:
+    """The JSON schema an answer of this task type must follow about one item (None: free text)."""
+    return task_types.judging_type(task_type).output_schema(
+        config=config, n_candidates=n_candidates, item_text=item_text
+    )

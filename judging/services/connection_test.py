@@ -61,7 +61,9 @@ def test_connection(*, judge: JudgeConfig, task_type: str) -> ConnectionResult:
     template = judge_template(judge=judge, task_type=task_type)
     context = build_context(item=_SampleItem(prompt, text), candidates=candidates, config=config, task_type=task_type)
     messages = render_messages(system=template.system_text, user=template.user_text, context=context)
-    schema = template.response_schema or default_schema(task_type=task_type, config=config, n_candidates=len(keys))
+    schema = template.response_schema or default_schema(
+        task_type=task_type, config=config, n_candidates=len(keys), item_text=text
+    )
     secret = ""
     try:
         secret = resolve_api_key(judge)

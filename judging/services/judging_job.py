@@ -233,7 +233,7 @@ class JudgeJob:
         if refs:
             messages = with_images(messages, image_parts(refs, shown=assignment.shown_order))
         schema = template.response_schema or default_schema(
-            task_type=self.task_type, config=self.config, n_candidates=len(candidates)
+            task_type=self.task_type, config=self.config, n_candidates=len(candidates), item_text=item.text
         )
         return Prepared(
             unit, assignment, messages, schema, list(assignment.shown_order), item.text, self._rng(unit), retry

@@ -70,7 +70,7 @@ class JudgingType:
         """Template variables whose value depends on this type (the shared ones are in ``judging.prompts.render``)."""
         return {"headline": item.text, "token": ""}
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         """The JSON schema an answer must follow (None: free text)."""
         return None
 

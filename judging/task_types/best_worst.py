@@ -39,7 +39,7 @@ class BestWorstJudging(JudgingType):
     default_template = BEST_WORST.name
     answer_keys = (BEST, WORST)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         number = {"type": "integer", "minimum": 1, "maximum": n_candidates}
         return json_object({BEST: number, WORST: number}, [BEST, WORST])
 

@@ -120,7 +120,7 @@ class BinaryJudging(JudgingType):
     default_template = FUNNY_OR_NOT.name
     answer_keys = ("label",)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         values = [str(o["value"]) for o in config.get("options", [])]
         return json_object({"reasoning": {"type": "string"}, "label": {"type": "string", "enum": values}}, ["label"])
 

@@ -3,8 +3,16 @@
 import re
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from annotation.models import Item
-from annotation.task_types.free_text import MicroEdit, WrittenExplanation, split_headline
+from annotation.task_types.free_text import (
+    MicroEdit,
+    WrittenExplanation,
+    marked_token,
+    one_word_pattern,
+    split_headline,
+)
 
 from ..prompts.builtin import EXPLAIN_JOKE, MICRO_EDIT
 from .base import JudgingType, json_object
@@ -23,8 +31,15 @@ class MicroEditJudging(JudgingType):
         before, token, after = split_headline(item.text)
         return {"headline": f"{before}[{token}]{after}" if token else item.text, "token": token}
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
-        return json_object({"replacement": {"type": "string"}}, ["replacement"])
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
+        # The pattern holds a small model to the rule the answer is checked against (one word, not too
+        # long, not the marked word again): unconstrained, SmolLM2 wrote phrases or echoed the word.
+        try:
+            original = marked_token(item_text) if item_text else ""
+        except ValidationError:
+            original = ""
+        pattern = one_word_pattern(max_length=config.get("max_length", 40), original=original)
+        return json_object({"replacement": {"type": "string", "pattern": pattern}}, ["replacement"])
 
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:
         return {"replacement": text_field(obj, "replacement", "word", "answer").strip("\"'")}, {}
@@ -42,7 +57,7 @@ class ExplanationJudging(JudgingType):
     no_baseline = NO_TEXT_BASELINE
     reads_prose = True
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         return json_object({"text": {"type": "string"}}, ["text"])
 
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:

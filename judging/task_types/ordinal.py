@@ -79,7 +79,7 @@ class OrdinalJudging(JudgingType):
     default_template = FUNNINESS_DIGIT.name
     answer_keys = ("rating",)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         return json_object({"rating": {"type": "integer", "enum": list(config.get("points", []))}}, ["rating"])
 
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:

@@ -133,7 +133,7 @@ class PairwiseJudging(ChoiceBaselines, JudgingType):
     default_template = PAIRWISE_CRITIC.name
     answer_keys = ("decision",)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         decisions = ["A", "B", "TIE"] if config.get("allow_tie", True) else ["A", "B"]
         return json_object(
             {

@@ -57,7 +57,7 @@ class PickOneJudging(ChoiceBaselines, JudgingType):
     default_template = PICK_FUNNIEST.name
     answer_keys = ("choice",)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         return json_object({"choice": {"type": "integer", "minimum": 1, "maximum": n_candidates}}, ["choice"])
 
     def from_json(self, obj: dict[str, Any], *, shown: list[str], config: dict[str, Any]) -> tuple[Any, dict]:

@@ -19,7 +19,7 @@ class VoteAllocationJudging(JudgingType):
     default_template = VOTE_ALLOCATION.name
     answer_keys = ("votes",)
 
-    def output_schema(self, *, config: dict[str, Any], n_candidates: int) -> dict[str, Any] | None:
+    def output_schema(self, *, config: dict[str, Any], n_candidates: int, item_text: str = "") -> dict[str, Any] | None:
         votes = {
             "type": "array",
             "items": {"type": "integer", "minimum": 1, "maximum": n_candidates},
