@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from celery import shared_task
@@ -41,12 +42,15 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from .jobs import (
     Beat,
     Claim,
+    LeasedJob,
     LeaseLost,
     Recovered,
     heartbeat,
     job_claim,
     job_drive,
+    job_lease_expiry,
     new_token,
+    recheck_delay,
     soft_limit_of,
     time_limit_message,
 )
@@ -107,7 +111,9 @@ class JobKind:
     token)`` replaces either. ``release(pk)`` hands a job back to the queue
     before a retry (driven runs need none: their units' leases run out).
     ``recover()`` re-queues or fails this kind's jobs whose workers died.
-    ``outcome`` says what the time limit leaves behind.
+    ``outcome`` says what the time limit leaves behind. ``expiry()`` says when the soonest
+    lease of a running job of this kind runs out if its holder is silent from now on (held kinds:
+    their jobs' heartbeats, by default; a driven kind passes its own).
     """
 
     name: str
@@ -120,6 +126,14 @@ class JobKind:
     release: Callable[[int], Any] | None = None
     outcome: str = "nothing was written."
     limit_advice: str = ""
+    expiry: Callable[[], datetime | None] | None = None
+
+    def lease_expiry(self) -> datetime | None:
+        if self.expiry is not None:
+            return self.expiry()
+        if not self.driven and issubclass(self.model, LeasedJob):
+            return job_lease_expiry(self.model)
+        return None
 
     def take(self, pk: int, token: str) -> Claim | None:
         if self.claim is not None:
@@ -159,6 +173,17 @@ def jobs_recover() -> dict[str, Recovered]:
         except Exception:  # noqa: BLE001 - the next round tries again
             logger.exception("recovery of %s failed", kind.name)
     return found
+
+
+def jobs_recheck_delay() -> float | None:
+    """Seconds until the soonest lease of any kind's running job runs out (see ``jobs.recheck_delay``)."""
+    expiries = []
+    for kind in job_kinds():
+        try:
+            expiries.append(kind.lease_expiry())
+        except Exception:  # noqa: BLE001 - the periodic look still comes
+            logger.exception("could not read the leases of %s", kind.name)
+    return recheck_delay(expiries)
 
 
 def job_run(

@@ -267,6 +267,35 @@ def stale_jobs(model: type[LeasedJob], *, now: datetime | None = None, lease: fl
     return model.objects.filter(_stale(now, lease_seconds() if lease is None else lease)).order_by("pk")
 
 
+def job_lease_expiry(model: type[LeasedJob], *, lease: float | None = None) -> datetime | None:
+    """When the soonest lease of a running job of ``model`` runs out if its holder beats no more (None: none runs)."""
+    last = model.objects.filter(status=JobStatus.RUNNING).aggregate(soonest=models.Min("heartbeat_at"))["soonest"]
+    return None if last is None else last + timedelta(seconds=lease_seconds() if lease is None else lease)
+
+
+#: A look for dead holders goes this long after the lease it waits for ran out (clocks and commits settle).
+RECHECK_MARGIN_SECONDS = 0.5
+
+
+def recheck_delay(expiries: list[datetime | None], *, now: datetime | None = None) -> float | None:
+    """Seconds until one more look for dead holders is worth it, or None when the periodic look comes first.
+
+    A holder that died shortly after a periodic look would otherwise wait up to half a lease more
+    for the next one (a dead worker's job moved again after about 1.35 leases); looking again just
+    after the soonest lease runs out moves it within a lease (and the margin). A live holder beats
+    every third of a lease, so its lease always runs out after the next periodic look: only
+    silent holders ask for the extra look. A lease already past is left to the periodic look (the
+    check that just ran did not find it stale: its clock or its commit is elsewhere).
+    """
+    now = now or timezone.now()
+    every = recovery_seconds()
+    soonest = min((at for at in expiries if at is not None and at > now), default=None)
+    if soonest is None or every <= 0:
+        return None
+    delay = (soonest - now).total_seconds() + RECHECK_MARGIN_SECONDS
+    return delay if delay < every else None
+
+
 @dataclass
 class Recovered:
     requeued: list[int] = field(default_factory=list)

@@ -8,7 +8,7 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 
 from .importers.background import IMPORTS, item_import_work
-from .job_tasks import Held, job_task, jobs_recover
+from .job_tasks import Held, job_task, jobs_recheck_delay, jobs_recover
 from .jobs import recover_periodically, recovery_seconds
 from .privacy import erase_expired_raw_ids
 
@@ -33,8 +33,12 @@ def erase_raw_ids_task() -> None:
 
 @shared_task(ignore_result=True)
 def recover_stale_jobs_task() -> None:
-    """Re-queue or fail every registered kind of job whose worker stopped beating (``job_kind_register``)."""
+    """Re-queue or fail every registered kind of job whose worker stopped beating (``job_kind_register``);
+    look once more just after the soonest silent lease runs out when that comes before the periodic look."""
     jobs_recover()
+    delay = jobs_recheck_delay()
+    if delay is not None:
+        recover_stale_jobs_task.apply_async(countdown=delay)
 
 
 # Former names (imports only; judge runs, generations and tournaments), kept so messages already

@@ -10,7 +10,7 @@ next judgment B waits for the judge's call slots the dead worker held (leased
 for the judge's timeout plus a margin, ``judging.limits``).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<scratch> REDIS_URL=redis://127.0.0.1:6379/<db> \\
-        .venv/bin/python bench/bench_dead_worker.py [--lease 30]
+        .venv/bin/python bench/bench_dead_worker.py [--lease 30] [--kill-delay 0]
 
 The database is migrated and gets one study. Give it a Redis database of your own: it is the broker.
 ``--lease`` sets FUNNYBONE_JOB_LEASE_SECONDS for the workers (ignored by code
@@ -60,6 +60,13 @@ def wait(predicate, what: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lease", type=int, default=None, help="FUNNYBONE_JOB_LEASE_SECONDS for the workers")
+    parser.add_argument(
+        "--kill-delay",
+        type=float,
+        default=0.0,
+        help="seconds between the rescuer's start (its first look for dead workers) and the kill: the phase of "
+        "the death against the rescuer's periodic looks, every half lease",
+    )
     args = parser.parse_args()
     broker = os.environ["REDIS_URL"]
     call_command("migrate", verbosity=0)
@@ -89,6 +96,7 @@ def main() -> None:
         rescuer = CeleryWorker(env=env, log=logs / "rescuer.log", name="rescuer")  # returns once ready
         if JudgeRun.objects.get(pk=run.pk).status != "running":
             raise SystemExit("the run ended before the kill; nothing to measure")
+        time.sleep(args.kill_delay)
         doomed.kill()
         killed_at = time.monotonic()
         units = JudgeUnit.objects.filter(run=run)
@@ -104,9 +112,12 @@ def main() -> None:
             rescuer.stop()
         server.stop()
     status = JudgeRun.objects.get(pk=run.pk).status
-    print(f"{'lease':>6} {'kill->pick-up s':>16} {'kill->next judgment s':>22} {'kill->run ended s':>18}  status  n")
     print(
-        f"{args.lease if args.lease is not None else 'dflt':>6} {picked_at - killed_at:>16.1f} "
+        f"{'lease':>6} {'kill delay':>10} {'kill->pick-up s':>16} {'kill->next judgment s':>22} "
+        f"{'kill->run ended s':>18}  status  n"
+    )
+    print(
+        f"{args.lease if args.lease is not None else 'dflt':>6} {args.kill_delay:>10.1f} {picked_at - killed_at:>16.1f} "
         f"{resumed_at - killed_at:>22.1f} {done_at - killed_at:>18.1f}  {status:>6}  {judgments.count()}"
     )
 

@@ -45,7 +45,7 @@ from ..runner import (
     resume_run,
 )
 from .judges import _check_base_url, set_endpoint_settings
-from .recovery import generation_runs_recover
+from .recovery import generation_runs_expiry, generation_runs_recover
 
 DEFAULT_GENERATOR_PROMPT = (
     "Write one short, original joke for this prompt. Reply with the joke only, no introduction.\n\nPrompt: {{ prompt }}"
@@ -380,6 +380,7 @@ GENERATION_RUNS = job_kind_register(
         driven=True,
         fail=lambda pk, reason, token: generation_run_fail(run_id=pk, error=reason),
         recover=generation_runs_recover,
+        expiry=generation_runs_expiry,
         outcome="the candidates written so far are kept; Resume continues it.",
     )
 )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -54,18 +54,31 @@ def _live_lease(unit_model, now: datetime, **outer: str) -> Exists:
     )
 
 
-def stalled_judge_runs(*, now: datetime, stale_after: float) -> list[int]:
-    """Active runs outside tournaments (a tournament's task drives its rounds) with no live lease and no recent step."""
-    last_step = Greatest(
-        "created_at",
-        Coalesce("started_at", "created_at"),
-        Coalesce("heartbeat_at", "created_at"),
-        Coalesce(Max("units__finished_at"), "created_at"),
+def _judge_runs_last_step():
+    """Active runs outside tournaments (a tournament's task drives its rounds), with their last sign of life."""
+    return JudgeRun.objects.filter(status__in=ACTIVE_RUN_STATES, tournament=None).annotate(
+        last_step=Greatest(
+            "created_at",
+            Coalesce("started_at", "created_at"),
+            Coalesce("heartbeat_at", "created_at"),
+            Coalesce(Max("units__finished_at"), "created_at"),
+        )
     )
+
+
+def _generation_runs_last_step():
+    return GenerationRun.objects.filter(status__in=ACTIVE_RUN_STATES).annotate(
+        last_step=Greatest(
+            "created_at", Coalesce("heartbeat_at", "created_at"), Coalesce(Max("units__finished_at"), "created_at")
+        )
+    )
+
+
+def stalled_judge_runs(*, now: datetime, stale_after: float) -> list[int]:
+    """Active runs outside tournaments with no live lease and no recent step."""
     return list(
-        JudgeRun.objects.filter(status__in=ACTIVE_RUN_STATES, tournament=None)
+        _judge_runs_last_step()
         .exclude(_live_lease(JudgeUnit, now, run_id="pk"))
-        .annotate(last_step=last_step)
         .filter(last_step__lt=now - timedelta(seconds=stale_after))
         .order_by("pk")
         .values_list("pk", flat=True)
@@ -74,17 +87,34 @@ def stalled_judge_runs(*, now: datetime, stale_after: float) -> list[int]:
 
 def stalled_generation_runs(*, now: datetime, stale_after: float) -> list[int]:
     return list(
-        GenerationRun.objects.filter(status__in=ACTIVE_RUN_STATES)
+        _generation_runs_last_step()
         .exclude(_live_lease(GenerationUnit, now, run_id="pk"))
-        .annotate(
-            last_step=Greatest(
-                "created_at", Coalesce("heartbeat_at", "created_at"), Coalesce(Max("units__finished_at"), "created_at")
-            )
-        )
         .filter(last_step__lt=now - timedelta(seconds=stale_after))
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+def _soonest_stall(runs, unit_model, *, lease: float | None) -> datetime | None:
+    """When the first of ``runs`` becomes stalled if nobody works it from now on: its last step plus the
+    lease, or its units' last lease, whichever is later (the rule of ``stalled_*`` above, read ahead)."""
+    lease = lease_seconds() if lease is None else lease
+    leased = unit_model.objects.filter(run_id=OuterRef("pk"), status=UnitStatus.CLAIMED).order_by("-claimed_until")
+    expiries = [
+        max(last_step + timedelta(seconds=lease), leased_until or last_step)
+        for last_step, leased_until in runs.annotate(
+            leased_until=Subquery(leased.values("claimed_until")[:1])
+        ).values_list("last_step", "leased_until")
+    ]
+    return min(expiries, default=None)
+
+
+def judge_runs_expiry(*, lease: float | None = None) -> datetime | None:
+    return _soonest_stall(_judge_runs_last_step(), JudgeUnit, lease=lease)
+
+
+def generation_runs_expiry(*, lease: float | None = None) -> datetime | None:
+    return _soonest_stall(_generation_runs_last_step(), GenerationUnit, lease=lease)
 
 
 def stalled_tournaments(*, now: datetime, stale_after: float) -> list[int]:

@@ -39,7 +39,7 @@ from ..runner import (
 )
 from ..webhooks import run_ended
 from .adaptive_runs import first_wave_trials, run_next_wave
-from .recovery import judge_runs_recover
+from .recovery import judge_runs_expiry, judge_runs_recover
 from .templates import judge_template
 
 logger = logging.getLogger(__name__)
@@ -273,6 +273,7 @@ JUDGE_RUNS = job_kind_register(
         ),
         fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
         recover=judge_runs_recover,
+        expiry=judge_runs_expiry,
         driven=True,
         outcome="the units judged so far are kept; Resume continues it.",
     )

@@ -153,6 +153,71 @@ class TestHowOftenWorkersLook:
         assert recovery_seconds() == 0
 
 
+class TestTheLookJustAfterALeaseRunsOut:
+    """A worker dying just after a periodic look left its run still for up to half a lease more; the look
+    now asks for one more look just after the soonest silent lease runs out (``annotation.jobs.recheck_delay``)."""
+
+    def silent_since(self, run, seconds: float) -> None:
+        at = timezone.now() - timedelta(seconds=seconds)
+        JudgeRun.objects.filter(pk=run.pk).update(status="running", created_at=at, started_at=at, heartbeat_at=at)
+        JudgeUnit.objects.filter(run=run).update(
+            status="claimed", claimed_by="dead-worker", claimed_until=at + timedelta(seconds=LEASE_SECONDS)
+        )
+
+    def test_a_run_silent_for_most_of_a_lease_asks_for_a_look_when_its_lease_ends(self, judge_run):
+        from annotation.job_tasks import jobs_recheck_delay
+        from annotation.jobs import RECHECK_MARGIN_SECONDS
+        from judging.services.recovery import judge_runs_expiry
+
+        self.silent_since(judge_run, 0.8 * LEASE_SECONDS)
+        expected = 0.2 * LEASE_SECONDS + RECHECK_MARGIN_SECONDS
+        assert jobs_recheck_delay() == pytest.approx(expected, abs=1.0)
+        expiry = judge_runs_expiry()
+        assert expiry == JudgeUnit.objects.filter(run=judge_run).first().claimed_until
+        # At that moment the run is stalled, and the look queues it again.
+        with mock.patch("judging.tasks.judge_run_task.delay") as delay:
+            assert stalled_work_requeue(now=expiry + timedelta(seconds=RECHECK_MARGIN_SECONDS)).judge_runs
+        delay.assert_called_once_with(judge_run.pk)
+
+    def test_a_unit_leased_longer_than_the_run_beat_holds_the_look_back(self, judge_run):
+        from judging.services.recovery import judge_runs_expiry
+
+        self.silent_since(judge_run, 0.8 * LEASE_SECONDS)
+        later = timezone.now() + timedelta(seconds=2 * LEASE_SECONDS)
+        JudgeUnit.objects.filter(pk=judge_run.units.first().pk).update(claimed_until=later)
+        assert judge_runs_expiry() == later
+
+    def test_a_live_driver_asks_for_no_extra_look(self, judge_run):
+        from annotation.job_tasks import jobs_recheck_delay
+
+        self.silent_since(judge_run, 0.1 * LEASE_SECONDS)  # it beat a moment ago: the periodic look comes first
+        assert jobs_recheck_delay() is None
+
+    def test_a_lease_already_past_is_left_to_the_periodic_look(self, judge_run):
+        from annotation.job_tasks import jobs_recheck_delay
+
+        self.silent_since(judge_run, 3 * LEASE_SECONDS)
+        assert jobs_recheck_delay() is None
+
+    def test_a_held_job_silent_for_most_of_a_lease_asks_for_a_look(self, researcher, make_study):
+        from annotation.job_tasks import jobs_recheck_delay
+        from annotation.models import ItemImport
+
+        study = make_study(n_items=1)
+        at = timezone.now() - timedelta(seconds=0.75 * LEASE_SECONDS)
+        ItemImport.objects.create(study=study, status="running", heartbeat_at=at, started_at=at)
+        assert jobs_recheck_delay() == pytest.approx(0.25 * LEASE_SECONDS + 0.5, abs=1.0)
+
+    def test_the_recovery_task_queues_the_extra_look(self, judge_run):
+        from annotation.tasks import recover_stale_jobs_task
+
+        self.silent_since(judge_run, 0.8 * LEASE_SECONDS)
+        with mock.patch.object(recover_stale_jobs_task, "apply_async") as later:
+            recover_stale_jobs_task()
+        (countdown,) = [call.kwargs["countdown"] for call in later.call_args_list]
+        assert 0 < countdown <= 0.2 * LEASE_SECONDS + 1
+
+
 class TestStalledGenerationRuns:
     def test_a_running_generation_whose_leases_expired_is_queued_again(self, generation, queued_tasks):
         left_running_with_leases(GenerationUnit, generation, expired=True)
