@@ -101,9 +101,9 @@ def heartbeat_seconds() -> float:
 
 
 def recovery_seconds() -> float:
-    """How often each worker looks for jobs of dead workers: every half lease, so a dead worker's job moves
-    again within about a lease and a half; never less often than ``FUNNYBONE_RECOVERY_SECONDS``, whose 0
-    turns the periodic look off (the one at worker start stays)."""
+    """How often each worker looks for jobs of dead workers: every half lease (a look that sees a silent
+    lease run out before the next also looks just after it, ``recheck_delay``); never less often than
+    ``FUNNYBONE_RECOVERY_SECONDS``, whose 0 turns the periodic look off (the one at worker start stays)."""
     if settings.FUNNYBONE_RECOVERY_SECONDS <= 0:
         return 0.0
     return min(float(settings.FUNNYBONE_RECOVERY_SECONDS), lease_seconds() / 2)

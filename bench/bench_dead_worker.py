@@ -67,12 +67,13 @@ def main() -> None:
         help="seconds between the rescuer's start (its first look for dead workers) and the kill: the phase of "
         "the death against the rescuer's periodic looks, every half lease",
     )
+    parser.add_argument("--items", type=int, default=8, help="items of the study (two units each)")
     args = parser.parse_args()
     broker = os.environ["REDIS_URL"]
     call_command("migrate", verbosity=0)
     owner, _ = get_user_model().objects.get_or_create(username="bench-dead-worker")
     stamp = int(time.time())
-    study = build_study(owner, task_type="ordinal", n_items=8, name=f"dead worker {stamp}")
+    study = build_study(owner, task_type="ordinal", n_items=args.items, name=f"dead worker {stamp}")
     server = FaultServer().start()
     judge = judge_create(
         owner=owner,
@@ -97,6 +98,8 @@ def main() -> None:
         if JudgeRun.objects.get(pk=run.pk).status != "running":
             raise SystemExit("the run ended before the kill; nothing to measure")
         time.sleep(args.kill_delay)
+        if JudgeRun.objects.get(pk=run.pk).status != "running":
+            raise SystemExit("the run ended before the kill; nothing to measure (give it more --items)")
         doomed.kill()
         killed_at = time.monotonic()
         units = JudgeUnit.objects.filter(run=run)

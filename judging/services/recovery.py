@@ -7,8 +7,9 @@ heartbeat (``annotation.jobs.heartbeat``, started by the one building block
 a worker killed mid-run stops beating, and if the broker loses a queued
 message nothing beats at all. Each kind's ``*_recover`` below is its
 ``JobKind.recover``, so the one recovery loop every worker runs at start and
-every half lease (``annotation.tasks.recover_stale_jobs_task``) queues a dead
-worker's run again within about one and a half leases of its last beat. Work counts as stalled when none of its
+every half lease (``annotation.tasks.recover_stale_jobs_task``), and once more
+just after a silent run's lease runs out (``*_expiry`` below), queues a dead
+worker's run again about one lease after its last beat. Work counts as stalled when none of its
 units holds a live lease and its last sign of life (created, started, a
 heartbeat, a unit finished) is older than the lease.
 
