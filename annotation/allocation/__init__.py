@@ -33,11 +33,17 @@ UNIFORM = "uniform"
 
 @dataclass(frozen=True)
 class Params:
-    """A study's allocation settings, rewards normalised to [0, 1] (``target`` is a half-width there)."""
+    """A study's allocation settings, rewards normalised to [0, 1] (``target`` is a half-width there).
+
+    ``worth``: ``precision`` retires an item only once one more answer would narrow the standard error
+    of its mean by less than this (``bounds.narrowing``) — not a study setting yet, but logged with
+    every decision so the replay uses the value the decision did.
+    """
 
     k: int = 10
     delta: float = 0.05
     target: float = 0.125
+    worth: float = 0.005
     passive_share: float = 0.1
     budget: int | None = None
 

@@ -201,7 +201,12 @@ class Choice:
             columns = self._plan.columns
             state = {
                 "context": self._plan.context,
-                "params": {"k": self._params.k, "delta": self._params.delta, "target": self._params.target},
+                "params": {
+                    "k": self._params.k,
+                    "delta": self._params.delta,
+                    "target": self._params.target,
+                    "worth": self._params.worth,
+                },
                 "arms": [
                     [
                         int(self._arms.ids[i]),

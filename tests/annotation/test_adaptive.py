@@ -150,6 +150,38 @@ def test_precision_gives_disagreed_items_more_answers(researcher):
     assert_guarantees(study)
 
 
+def test_precision_retires_an_agreed_item_but_not_a_disputed_one_that_agreed_at_first(researcher):
+    study = build_study(
+        researcher,
+        n_items=8,
+        config=THREE_POINTS,
+        quota_per_item=20,
+        allocation_policy="precision",
+        allocation_target_width=1.0,
+        allocation_delta=0.1,
+    )
+    agreed = {f"item-{i}" for i in range(4)}
+    given: dict[str, int] = {}
+
+    def rate(assignment, rng):
+        name = assignment.item.external_id
+        n = given[name] = given.get(name, 0) + 1
+        if name in agreed or n <= 3:
+            return {"rating": "1"}
+        # After three answers of "1" raters split between the ends: three equal answers already put the
+        # interval within the target, so only the worth of one more answer keeps the item in play.
+        return {"rating": str(2 * (n % 2))}
+
+    crowd(study, rate, raters=10, per_rater=6)
+    counts = answers_per_item(study)
+    summary = allocation_summary(study=study)
+    assert summary["retired"] == 4, (summary, counts)
+    assert {row["external_id"] for row in summary["widest"]} == set(counts) - agreed, summary
+    assert all(counts[x] < 20 for x in counts), counts  # the disputed items are in play, not full
+    assert min(counts[x] for x in counts if x not in agreed) > max(counts[x] for x in agreed), counts
+    assert_guarantees(study)
+
+
 def test_active_pairs_compares_close_contestants_and_keeps_positions_random(researcher):
     strength = {"ann": 0.0, "bob": 0.2, "cy": 2.0, "dee": 2.2, "eve": 4.0}
     names = list(strength)
