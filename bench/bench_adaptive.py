@@ -18,15 +18,25 @@ matters on the thin tail — the crowd-path tests check that guarantee.
   a three-point scale. Uniform gives every item m answers (m = 1, 2, …); its recall is the share of
   the true top 10 among the 10 best observed means. ``top_k`` (k = 10, δ = 0.05) reports its current
   top (the k best means). The table gives the judgments each needs to first reach 90% recall.
-- ``precision``: 1,000 items, some easy (95% of raters give the same point), the rest hard (raters
-  split between 0 and 2): half and half, and 80% easy (as in a caption contest, where most entries
-  are plainly unfunny). Uniform gives each item 10 answers; ``precision`` runs until every item's
-  interval is narrower than the target width (quota cap 40). Error: mean absolute error of the item
-  means against the truth (0–2 scale), averaged over 3 replications.
-- ``active_pairs``: 20 contestants with Bradley–Terry strengths spread evenly over 0…3 (natural-log
-  scale: neighbours win 54% of the time), each pair one item. A round robin repeats every pair r
-  times; r is the fewest repeats whose fit reaches Kendall τ ≥ 0.95 on average over 5 replications.
-  ``active_pairs`` and uniformly random pairs then run to 30% of that round robin's comparisons.
+- ``precision``: 1,000 items on a three-point scale in four sets: caption-contest-like (true mean
+  μ ~ Beta(1.2, 6), each answer Binomial(2, μ)), and easy/hard mixes (an easy item's raters give the
+  same point 95% or 99% of the time, a hard item's split between 0 and 2): 50% easy at 95%, 80% easy
+  at 95%, 80% easy at 99%. The reference is uniform, 10 answers per item, and its *expected* mean
+  absolute error (computed exactly from each item's distribution). The oracle is the best fixed
+  allocation knowing every item's distribution: greedy on the exact expected-error curves (their
+  convex hulls), one answer each first. ``precision`` (quota cap 40, passive tenth included) runs until
+  every item retires, once per threshold of ``WORTH_SWEEP`` (the target width left wide, so the
+  threshold sets the stop), 3 replications each; its judgments at the reference's error are
+  interpolated along that sweep. The last column is the default threshold's run.
+- ``active_pairs``: 20 contestants, each pair one item, Bradley–Terry answers, on two fields: strengths
+  spread evenly over 0…3 (natural-log scale: neighbours win 54% of the time) and strengths drawn
+  N(0, 1) (seed 26; some neighbours nearly tied, some far apart). A round robin repeats every pair r
+  times; r is the fewest repeats whose mean τ over 20 replications reaches 0.95. Four allocations are
+  then checked at every 5% of that round robin's comparisons: ``active_pairs`` (rounds of 20 raters,
+  passive tenth included), uniformly random pairs, "true-order neighbours" (an oracle comparing the 19
+  truly adjacent pairs in turn) and "look-ahead on the true strengths" (an oracle running the
+  policy's look-ahead at the true strengths and the covariance its design gives there). The table
+  gives each one's mean Kendall τ at 30% and the first share at which its mean τ reaches 0.95.
 """
 
 from __future__ import annotations

@@ -121,27 +121,40 @@ def test_top_k_spends_the_budget_on_the_funny_few_and_the_page_shows_it(research
     assert "a uniform design would need 288" in page
 
 
-def test_precision_gives_disagreed_items_more_answers(researcher):
-    study = build_study(
+def precision_study(researcher, *, n_items, quota_per_item):
+    return build_study(
         researcher,
-        n_items=12,
+        n_items=n_items,
         config=THREE_POINTS,
-        quota_per_item=15,
+        quota_per_item=quota_per_item,
         allocation_policy="precision",
         allocation_target_width=1.0,
         allocation_delta=0.1,
     )
+
+
+def by_answer_number(rating):
+    """An ``answer`` for ``crowd`` from ``rating(item, n)``: the rating of the item's n-th answer (from 1),
+    whatever order raters come in."""
+    given = Counter()
+
+    def answer(assignment, rng):
+        item = assignment.item.external_id
+        given[item] += 1
+        return {"rating": str(rating(item, given[item]))}
+
+    return answer
+
+
+def test_precision_gives_disagreed_items_more_answers(researcher):
+    study = precision_study(researcher, n_items=12, quota_per_item=15)
     easy = {f"item-{i}" for i in range(6)}
-    given: dict[str, int] = {}
 
-    def rate(assignment, rng):
-        if assignment.item.external_id in easy:
-            return {"rating": "1"}
+    def rating(item, n):
         # Raters split evenly on a hard item, whatever order they come in: its spread never looks small by chance.
-        n = given[assignment.item.external_id] = given.get(assignment.item.external_id, 0) + 1
-        return {"rating": str(2 * (n % 2))}
+        return 1 if item in easy else 2 * (n % 2)
 
-    crowd(study, rate, raters=25, per_rater=8)
+    crowd(study, by_answer_number(rating), raters=25, per_rater=8)
     counts = answers_per_item(study)
     easy_mean = sum(counts[x] for x in easy) / 6
     hard_mean = sum(v for x, v in counts.items() if x not in easy) / 6
@@ -151,28 +164,15 @@ def test_precision_gives_disagreed_items_more_answers(researcher):
 
 
 def test_precision_retires_an_agreed_item_but_not_a_disputed_one_that_agreed_at_first(researcher):
-    study = build_study(
-        researcher,
-        n_items=8,
-        config=THREE_POINTS,
-        quota_per_item=20,
-        allocation_policy="precision",
-        allocation_target_width=1.0,
-        allocation_delta=0.1,
-    )
+    study = precision_study(researcher, n_items=8, quota_per_item=20)
     agreed = {f"item-{i}" for i in range(4)}
-    given: dict[str, int] = {}
 
-    def rate(assignment, rng):
-        name = assignment.item.external_id
-        n = given[name] = given.get(name, 0) + 1
-        if name in agreed or n <= 3:
-            return {"rating": "1"}
-        # After three answers of "1" raters split between the ends: three equal answers already put the
+    def rating(item, n):
+        # After three answers of 1 raters split between the ends: three equal answers already put the
         # interval within the target, so only the worth of one more answer keeps the item in play.
-        return {"rating": str(2 * (n % 2))}
+        return 1 if item in agreed or n <= 3 else 2 * (n % 2)
 
-    crowd(study, rate, raters=10, per_rater=6)
+    crowd(study, by_answer_number(rating), raters=10, per_rater=6)
     counts = answers_per_item(study)
     summary = allocation_summary(study=study)
     assert summary["retired"] == 4, (summary, counts)
