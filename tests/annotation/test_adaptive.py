@@ -4,6 +4,7 @@ simulated raters: where answers concentrate, every guarantee of the hand-out, an
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
@@ -23,6 +24,7 @@ from annotation.services.studies import (
     study_set_state,
     study_update,
 )
+from ratings.allocation import lookahead, misordering, strengths
 from ratings.analysis import allocation_report
 from tests.conftest import build_study
 
@@ -220,6 +222,31 @@ def test_active_pairs_compares_close_contestants_and_keeps_positions_random(rese
     )
     assert len(orders) == 2  # both positions shown
     assert_guarantees(study)
+
+
+def test_active_pairs_prices_a_comparison_as_the_updated_covariance_would():
+    """The look-ahead's closed form (a rank-one update) against inverting the information with the comparison added."""
+    rng = np.random.default_rng(26)
+    theta_true = np.linspace(0.0, 2.0, 8)
+    a, b = np.triu_indices(8, 1)
+    n = rng.integers(0, 4, len(a)).astype(float)
+    total = rng.binomial(n.astype(int), 1 / (1 + np.exp(theta_true[b] - theta_true[a]))).astype(float)
+    theta, covariance = strengths(a, b, n, total, 8)
+    ranked = np.argsort(-theta, kind="stable")
+    near = [(ranked[x], ranked[x + d]) for d in (1, 2) for x in range(8 - d)]
+    k, m = np.array(near).T
+
+    def risk(cov):
+        return misordering(theta, cov, k, m).sum()
+
+    pairs = np.array([0, 5, 20])
+    priced = lookahead(theta, covariance, a[pairs], b[pairs])
+    for price, i, j in zip(priced, a[pairs], b[pairs], strict=True):
+        u = np.zeros(8)
+        u[i], u[j] = 1.0, -1.0
+        p = 1 / (1 + np.exp(theta[j] - theta[i]))
+        after = np.linalg.inv(np.linalg.inv(covariance) + p * (1 - p) * np.outer(u, u))
+        assert price == pytest.approx(risk(covariance) - risk(after), rel=1e-6)
 
 
 def test_a_policy_that_does_not_fit_the_task_type_is_refused(researcher):
