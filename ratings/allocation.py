@@ -61,6 +61,28 @@ def misordering(theta: np.ndarray, covariance: np.ndarray, i: np.ndarray, j: np.
     return ndtr(-np.abs(theta[i] - theta[j]) / np.sqrt(np.maximum(spread, 1e-12)))
 
 
+def near_pairs(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The contestants up to ``RISK_REACH`` places apart in the fitted order, as two index arrays."""
+    ranked = np.argsort(-theta, kind="stable")
+    reach = range(1, min(RISK_REACH, len(ranked) - 1) + 1)
+    k = np.concatenate([ranked[:-d] for d in reach] or [ranked[:0]])
+    m = np.concatenate([ranked[d:] for d in reach] or [ranked[:0]])
+    return k, m
+
+
+def _covariance(context: dict[str, Any], contestants: int) -> np.ndarray:
+    """The covariance a plan's context holds: whole, or (in a log row) the entries ``logged_context`` kept,
+    each in its own place (the rest NaN, never read for the logged pairs)."""
+    if "covariance" in context:
+        return np.asarray(context["covariance"], dtype=float).reshape(contestants, contestants)
+    covariance = np.full((contestants, contestants), np.nan)
+    for c, column in context["columns"].items():
+        covariance[:, int(c)] = column
+    for x, y, xx, yy, xy in context["near"]:
+        covariance[x, x], covariance[y, y], covariance[x, y] = xx, yy, xy
+    return covariance
+
+
 def lookahead(theta: np.ndarray, covariance: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """How much one more comparison of each pair (i, j) would lower the ranking's risk (module docstring).
 
@@ -68,9 +90,7 @@ def lookahead(theta: np.ndarray, covariance: np.ndarray, i: np.ndarray, j: np.nd
     Σ − w Σu uᵀΣ / (1 + w uᵀΣu) and a near pair's σΔ² (along v) falls by w (vᵀΣu)² / (1 + w uᵀΣu);
     the estimate's differences are taken to stay where they are.
     """
-    ranked = np.argsort(-theta, kind="stable")
-    k = np.concatenate([ranked[:-d] for d in range(1, RISK_REACH + 1) if d < len(ranked)] or [ranked[:0]])
-    m = np.concatenate([ranked[d:] for d in range(1, RISK_REACH + 1) if d < len(ranked)] or [ranked[:0]])
+    k, m = near_pairs(theta)
     gap = np.abs(theta[k] - theta[m])
     spread = np.maximum(covariance[k, k] + covariance[m, m] - 2 * covariance[k, m], 1e-12)
     p = expit(theta[i] - theta[j])
@@ -138,6 +158,23 @@ class ActivePairs(AllocationPolicy):
         }
         return Plan(priority=priority, context=context, columns=columns, summary=summary)
 
+    def logged_context(self, context: dict[str, Any], columns: dict[str, np.ndarray]) -> dict[str, Any]:
+        """The strengths, and of the covariance only what ranking the logged pairs reads: the columns of their
+        contestants and the near pairs' variances (about 7 × contestants numbers for three pairs, not
+        contestants²: a 100-contestant study's whole covariance would be some 200 kB per answer)."""
+        theta = np.asarray(context["theta"], dtype=float)
+        covariance = np.asarray(context["covariance"], dtype=float)
+        k, m = near_pairs(theta)
+        named = sorted({int(x) for x in (*columns["a"], *columns["b"]) if x >= 0})
+        return {
+            "theta": context["theta"],
+            "columns": {str(c): covariance[:, c].tolist() for c in named},
+            "near": [
+                [int(x), int(y), float(covariance[x, x]), float(covariance[y, y]), float(covariance[x, y])]
+                for x, y in zip(k, m, strict=True)
+            ],
+        }
+
     def priorities(self, n, total, total_sq, columns, context, params):  # noqa: ANN001, ANN201 - see base
         a, b = np.asarray(columns["a"], dtype=np.int64), np.asarray(columns["b"], dtype=np.int64)
         priority = np.full(len(a), -np.inf)
@@ -145,7 +182,7 @@ class ActivePairs(AllocationPolicy):
         if not len(valid):
             return priority
         theta = np.asarray(context["theta"], dtype=float)
-        covariance = np.asarray(context["covariance"], dtype=float).reshape(len(theta), len(theta))
+        covariance = _covariance(context, len(theta))
         i, j = a[valid], b[valid]
         place = np.empty(len(theta), dtype=np.int64)
         place[np.argsort(-theta, kind="stable")] = np.arange(len(theta))

@@ -142,6 +142,11 @@ class AllocationPolicy(ABC):
         """Add the columns the ranking needs beyond the counts (read from the database); nothing by default."""
         return
 
+    def logged_context(self, context: dict[str, Any], columns: dict[str, np.ndarray]) -> dict[str, Any]:
+        """What of the plan's context a log row keeps, given the logged items' ``columns``: enough for
+        ``priorities`` to rank those items again. The whole context by default."""
+        return context
+
     @abstractmethod
     def plan(self, arms: Arms, params: Params) -> Plan:
         """Rank the items for the next hand-out: each item's priority, the context the replay needs."""

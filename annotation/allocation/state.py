@@ -199,8 +199,9 @@ class Choice:
             upto = self.items[: self.items.index(assignment.item_id) + 1]
             at = np.searchsorted(self._arms.ids, upto)
             columns = self._plan.columns
+            logged = {name: columns[name][at] for name in columns}
             state = {
-                "context": self._plan.context,
+                "context": self.policy.logged_context(self._plan.context, logged),
                 "params": {
                     "k": self._params.k,
                     "delta": self._params.delta,

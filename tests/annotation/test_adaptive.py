@@ -161,7 +161,10 @@ def test_precision_gives_disagreed_items_more_answers(researcher):
     easy_mean = sum(counts[x] for x in easy) / 6
     hard_mean = sum(v for x, v in counts.items() if x not in easy) / 6
     assert hard_mean >= 1.6 * easy_mean, counts
-    assert next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="late")).reason == "exhausted"
+    # The policy is done: a new rater gets the "no work" ending — unless their first item is one of the passive
+    # share, which walks every item with room, retired or not (about one study seed in ten).
+    late = next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="late"))
+    assert late.reason == "exhausted" or AllocationLog.objects.get(assignment=late.assignment).passive, late
     assert_guarantees(study)
 
 
