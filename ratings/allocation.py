@@ -105,6 +105,8 @@ def lookahead(theta: np.ndarray, covariance: np.ndarray, i: np.ndarray, j: np.nd
 
 class ActivePairs(AllocationPolicy):
     name = "active_pairs"
+    #: 2: one-step look-ahead, the log keeping part of the covariance (1: rows before it).
+    rule = 2
     label = "Active pairs: compare where the Bradley–Terry ranking is least sure"
     description = (
         "Each comparison goes to the pair that, compared once more, would most lower the chance that the "

@@ -121,6 +121,10 @@ class AllocationPolicy(ABC):
     description: str = ""
     #: Whether the policy chooses items (False: today's walk, with no state or log).
     adaptive: bool = True
+    #: The version of ``priorities``' rule, logged with each decision; raise it whenever the rule or what
+    #: ``logged_context`` keeps changes, so the replay never judges a row by a rule that did not write it.
+    #: Rows logged before versions were recorded count as version 1.
+    rule: int = 1
 
     def applies_to(self, task_type: TaskType, config: dict[str, Any]) -> bool:
         return True

@@ -104,6 +104,8 @@ class Precision(AllocationPolicy):
     """
 
     name = "precision"
+    #: 2: retires only once one more answer is worth under ``Params.worth`` (1: on the interval alone).
+    rule = 2
     label = "Precision: stop once each item's mean is known to a target width"
     description = (
         "Each answer goes to the item whose mean's interval it narrows most; an item stops receiving raters "

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from annotation.allocation import state as allocation_state
-from annotation.allocation.state import allocation_summary, arms_drift, replay
+from annotation.allocation.state import ReplayCounts, allocation_summary, arms_drift, replay, replay_counts
 from annotation.models import AllocationArm, AllocationLog, Assignment, Judgment
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
@@ -275,3 +275,68 @@ def test_a_reused_ranking_keeps_every_guarantee(researcher, monkeypatch):
     crowd(study, lambda assignment, rng: {"rating": str(rng.choice([0, 1, 2]))}, raters=8, per_rater=4)
     assert Judgment.objects.filter(study=study).count() == 6 * 3  # the stale ranking still fills, never overfills
     assert_guarantees(study)
+
+
+def make_old_format(entry, **state):
+    """Rewrite a logged decision as a rule before versions were logged wrote it: no ``rule``, ``state``'s keys."""
+    entry.state = {key: value for key, value in {**entry.state, **state}.items() if key != "rule"}
+    entry.save(update_fields=["state"])
+
+
+def test_a_precision_row_from_the_earlier_rule_is_not_replayable_and_new_rows_still_replay(researcher):
+    study = precision_study(researcher, n_items=6, quota_per_item=6)
+    crowd(study, by_answer_number(lambda item, n: n % 3), raters=6, per_rater=4)
+    old, *new = AllocationLog.objects.filter(study=study, passive=False).order_by("pk")
+    assert new
+    assert all(row.state["rule"] == 2 for row in [old, *new])
+    params = {key: value for key, value in old.state["params"].items() if key != "worth"}
+    make_old_format(old, params=params)
+
+    replayed = {r.log_id: r for r in replay(study=study)}
+    assert replayed[old.pk].not_replayable == "not replayable: logged by an earlier version of the precision rule"
+    assert not replayed[old.pk].differs
+    assert all(replayed[row.pk].same for row in new)
+    assert replay_counts(list(replayed.values())) == ReplayCounts(same=len(new), differs=0, not_replayable=1)
+
+
+def test_an_active_pairs_row_from_the_earlier_rule_is_not_replayable_and_new_rows_still_replay(researcher):
+    study = study_create(
+        owner=researcher, name="pairs", task_type="pairwise", quota_per_item=4, allocation_policy="active_pairs"
+    )
+    names = ["ann", "bob", "cy", "dee"]
+    items_create(
+        study=study,
+        items=[
+            ItemSpec(
+                external_id=f"{first}-{second}",
+                text="Which is funnier?",
+                candidates=[
+                    CandidateSpec(key=f"c{j}", text=f"A joke by {who}.") for j, who in enumerate((first, second))
+                ],
+            )
+            for i, first in enumerate(names)
+            for second in names[i + 1 :]
+        ],
+    )
+    study_set_state(study=study, state="open")
+    crowd(study, lambda assignment, rng: {"choice": str(rng.randrange(2))}, raters=6, per_rater=3)
+    old, *new = AllocationLog.objects.filter(study=study, passive=False).order_by("pk")
+    assert new
+    theta = old.state["context"]["theta"]
+    # The rows before the look-ahead kept each contestant's variance, not the covariance.
+    make_old_format(old, context={"theta": theta, "variance": [1.0] * len(theta)})
+
+    replayed = {r.log_id: r for r in replay(study=study)}
+    assert replayed[old.pk].not_replayable == "not replayable: logged by an earlier version of the active_pairs rule"
+    assert all(replayed[row.pk].same for row in new)
+    assert replay_counts(list(replayed.values())) == ReplayCounts(same=len(new), differs=0, not_replayable=1)
+
+
+def test_a_row_that_claims_the_current_rule_but_misses_its_keys_is_not_replayable(researcher):
+    study = precision_study(researcher, n_items=4, quota_per_item=3)
+    crowd(study, by_answer_number(lambda item, n: 1), raters=3, per_rater=2)
+    entry = AllocationLog.objects.filter(study=study, passive=False).first()
+    entry.state = {"rule": 2, "arms": entry.state["arms"]}
+    entry.save(update_fields=["state"])
+    [found] = [r for r in replay(study=study) if r.log_id == entry.pk]
+    assert found.not_replayable and not found.differs
