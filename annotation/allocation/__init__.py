@@ -33,11 +33,17 @@ UNIFORM = "uniform"
 
 @dataclass(frozen=True)
 class Params:
-    """A study's allocation settings, rewards normalised to [0, 1] (``target`` is a half-width there)."""
+    """A study's allocation settings, rewards normalised to [0, 1] (``target`` is a half-width there).
+
+    ``worth``: ``precision`` retires an item only once one more answer would narrow the standard error
+    of its mean by less than this (``bounds.narrowing``) — not a study setting yet, but logged with
+    every decision so the replay uses the value the decision did.
+    """
 
     k: int = 10
     delta: float = 0.05
     target: float = 0.125
+    worth: float = 0.005
     passive_share: float = 0.1
     budget: int | None = None
 
@@ -115,6 +121,10 @@ class AllocationPolicy(ABC):
     description: str = ""
     #: Whether the policy chooses items (False: today's walk, with no state or log).
     adaptive: bool = True
+    #: The version of ``priorities``' rule, logged with each decision; raise it whenever the rule or what
+    #: ``logged_context`` keeps changes, so the replay never judges a row by a rule that did not write it.
+    #: Rows logged before versions were recorded count as version 1.
+    rule: int = 1
 
     def applies_to(self, task_type: TaskType, config: dict[str, Any]) -> bool:
         return True
@@ -135,6 +145,11 @@ class AllocationPolicy(ABC):
     def add_columns(self, study: Any, arms: Arms) -> None:
         """Add the columns the ranking needs beyond the counts (read from the database); nothing by default."""
         return
+
+    def logged_context(self, context: dict[str, Any], columns: dict[str, np.ndarray]) -> dict[str, Any]:
+        """What of the plan's context a log row keeps, given the logged items' ``columns``: enough for
+        ``priorities`` to rank those items again. The whole context by default."""
+        return context
 
     @abstractmethod
     def plan(self, arms: Arms, params: Params) -> Plan:

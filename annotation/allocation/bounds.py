@@ -12,7 +12,8 @@ Two families, each chosen for what it is used for (docs/adaptive.md):
   valid under adaptive allocation; ``top_k`` uses and reports them.
 - **Normal-approximation intervals** (``normal_halfwidth``): ± z · s / √n with a
   variance shrunk toward a prior so that two equal answers do not read as
-  certainty. Not anytime-valid: ``precision`` only uses it to decide when an
+  certainty; the prior's weight halves with each answer that agrees with all
+  before it (``shrunk_sd``). Not anytime-valid: ``precision`` only uses it to decide when an
   item is measured well enough; reports give the KL bounds beside it.
 """
 
@@ -94,23 +95,45 @@ def _one(n: float, total: float, delta: float, arms: int) -> tuple[float, float,
     return float(mean[0]), float(lower[0]), float(upper[0])
 
 
-#: The prior's weight (in answers) and variance shrinking the sample variance of ``normal_halfwidth``:
-#: the largest variance a [0, 1] reward can have, worth two answers, so a few equal answers are not
-#: taken for certainty.
+#: The prior shrinking the sample variance of ``shrunk_sd``: the largest variance a [0, 1] reward can
+#: have, worth two answers at first, so one or two equal answers are not taken for certainty.
 PRIOR_ANSWERS = 2.0
 PRIOR_VARIANCE = 0.25
+#: Each answer equal to every answer before it multiplies the prior's weight by this: agreement that
+#: keeps holding is believed, so an item raters agree on settles after a few answers. The first
+#: disagreement gives the prior its whole weight back (the spread is then in the answers themselves).
+AGREEMENT_DECAY = 0.5
 
 
-def normal_halfwidth(n: np.ndarray, total: np.ndarray, total_sq: np.ndarray, *, z: float) -> np.ndarray:
-    """Half the width of the mean's normal-approximation interval per item; infinite below two answers."""
+def shrunk_sd(n: np.ndarray, total: np.ndarray, total_sq: np.ndarray) -> np.ndarray:
+    """Each item's standard deviation of rewards, its sample variance shrunk toward ``PRIOR_VARIANCE``
+    with a weight that halves per agreeing answer (0.5 for an item with no answers)."""
     n = np.asarray(n, dtype=float)
     total = np.asarray(total, dtype=float)
     total_sq = np.asarray(total_sq, dtype=float)
     safe = np.where(n > 0, n, 1.0)
     squares = np.maximum(total_sq - total * total / safe, 0.0)  # Σ (x − mean)²
-    variance = (squares + PRIOR_ANSWERS * PRIOR_VARIANCE) / np.maximum(n - 1.0 + PRIOR_ANSWERS, 1.0)
-    half = z * np.sqrt(variance / safe)
+    # No spread, allowing for rounding (a four-point scale's thirds): every answer so far the same.
+    unanimous = squares <= 1e-9 * safe
+    weight = PRIOR_ANSWERS * np.where(unanimous, AGREEMENT_DECAY ** np.maximum(n - 1.0, 0.0), 1.0)
+    return np.sqrt((squares + weight * PRIOR_VARIANCE) / (np.maximum(n - 1.0, 0.0) + weight))
+
+
+def normal_halfwidth(n: np.ndarray, total: np.ndarray, total_sq: np.ndarray, *, z: float) -> np.ndarray:
+    """Half the width of the mean's normal-approximation interval, z · s / √n, per item; infinite below
+    two answers."""
+    n = np.asarray(n, dtype=float)
+    half = z * shrunk_sd(n, total, total_sq) / np.sqrt(np.where(n > 0, n, 1.0))
     return np.where(n >= 2, half, np.inf)
+
+
+def narrowing(n: np.ndarray, total: np.ndarray, total_sq: np.ndarray) -> np.ndarray:
+    """What one more answer is worth to each item: how much it narrows the standard error of the mean,
+    s · (1/√n − 1/√(n + 1)); infinite for an item with no answers."""
+    n = np.asarray(n, dtype=float)
+    safe = np.where(n > 0, n, 1.0)
+    worth = shrunk_sd(n, total, total_sq) * (1.0 / np.sqrt(safe) - 1.0 / np.sqrt(safe + 1.0))
+    return np.where(n > 0, worth, np.inf)
 
 
 def z_for(delta: float) -> float:

@@ -199,9 +199,16 @@ class Choice:
             upto = self.items[: self.items.index(assignment.item_id) + 1]
             at = np.searchsorted(self._arms.ids, upto)
             columns = self._plan.columns
+            logged = {name: columns[name][at] for name in columns}
             state = {
-                "context": self._plan.context,
-                "params": {"k": self._params.k, "delta": self._params.delta, "target": self._params.target},
+                "rule": self.policy.rule,
+                "context": self.policy.logged_context(self._plan.context, logged),
+                "params": {
+                    "k": self._params.k,
+                    "delta": self._params.delta,
+                    "target": self._params.target,
+                    "worth": self._params.worth,
+                },
                 "arms": [
                     [
                         int(self._arms.ids[i]),
@@ -284,22 +291,54 @@ def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
 
 @dataclass(frozen=True)
 class Replayed:
+    """One logged decision recomputed: ``replayed`` is None when nothing was left to choose, or when the row
+    is not replayable (``not_replayable`` says why) — never counted as a mismatch."""
+
     log_id: int
     logged: int
     replayed: int | None
+    not_replayable: str = ""
 
     @property
     def same(self) -> bool:
-        return self.logged == self.replayed
+        return not self.not_replayable and self.logged == self.replayed
+
+    @property
+    def differs(self) -> bool:
+        return not self.not_replayable and self.logged != self.replayed
 
 
-def replay(*, study: Study) -> list[Replayed]:
-    """Each adaptive decision of the study recomputed from its log entry alone: the policy's ranking of the
-    logged items from their logged counts and the logged context, then the first not tried before."""
-    results = []
-    for entry in AllocationLog.objects.filter(study=study, passive=False).order_by("pk"):
+@dataclass(frozen=True)
+class ReplayCounts:
+    same: int
+    differs: int
+    not_replayable: int
+
+
+def replay_counts(results: list[Replayed]) -> ReplayCounts:
+    """How many decisions replayed the same, differently, and could not be replayed."""
+    return ReplayCounts(
+        same=sum(r.same for r in results),
+        differs=sum(r.differs for r in results),
+        not_replayable=sum(bool(r.not_replayable) for r in results),
+    )
+
+
+def _earlier_rule(policy_name: str) -> str:
+    return f"not replayable: logged by an earlier version of the {policy_name} rule"
+
+
+def _replay_entry(entry: AllocationLog, study: Study) -> Replayed:
+    try:
         policy = get_policy(entry.policy)
-        state = entry.state
+    except KeyError:
+        return Replayed(entry.pk, entry.item_id, None, f"not replayable: unknown policy {entry.policy!r}")
+    state = entry.state or {}
+    if state.get("rule", 1) != policy.rule:
+        # A row judged by a rule that did not write it would be a false mismatch, or a KeyError on what
+        # the earlier rule did not log.
+        return Replayed(entry.pk, entry.item_id, None, _earlier_rule(policy.name))
+    try:
         rows = state["arms"]
         ids = np.array([row[0] for row in rows], dtype=np.int64)
         n, total, total_sq = (np.array([row[i] for row in rows], dtype=float) for i in (1, 2, 3))
@@ -308,12 +347,23 @@ def replay(*, study: Study) -> list[Replayed]:
         params = Params(**state["params"])
         priority = policy.priorities(n, total, total_sq, columns, state["context"], params)
         tried = set(state["tried"])
-        chosen = next(
-            (int(ids[i]) for i in order(priority, ids, seed=study.seed, rater=entry.rater_id) if ids[i] not in tried),
-            None,
-        )
-        results.append(Replayed(entry.pk, entry.item_id, chosen))
-    return results
+    except (KeyError, IndexError, TypeError, ValueError):
+        return Replayed(entry.pk, entry.item_id, None, _earlier_rule(policy.name))
+    chosen = next(
+        (int(ids[i]) for i in order(priority, ids, seed=study.seed, rater=entry.rater_id) if ids[i] not in tried),
+        None,
+    )
+    return Replayed(entry.pk, entry.item_id, chosen)
+
+
+def replay(*, study: Study) -> list[Replayed]:
+    """Each adaptive decision of the study recomputed from its log entry alone: the policy's ranking of the
+    logged items from their logged counts and the logged context, then the first not tried before.
+
+    A row is compared only under the rule that wrote it (``AllocationPolicy.rule``, logged as ``rule``);
+    a row from an earlier rule, or missing what the rule reads, is reported as not replayable."""
+    entries = AllocationLog.objects.filter(study=study, passive=False).order_by("pk")
+    return [_replay_entry(entry, study) for entry in entries]
 
 
 # -- the policy at work -----------------------------------------------------------------------------

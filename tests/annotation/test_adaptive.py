@@ -4,12 +4,13 @@ simulated raters: where answers concentrate, every guarantee of the hand-out, an
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from annotation.allocation import state as allocation_state
-from annotation.allocation.state import allocation_summary, arms_drift, replay
+from annotation.allocation.state import ReplayCounts, allocation_summary, arms_drift, replay, replay_counts
 from annotation.models import AllocationArm, AllocationLog, Assignment, Judgment
 from annotation.services.assignment import next_assignment
 from annotation.services.enrollment import enroll_crowdworker
@@ -23,6 +24,7 @@ from annotation.services.studies import (
     study_set_state,
     study_update,
 )
+from ratings.allocation import lookahead, misordering, strengths
 from ratings.analysis import allocation_report
 from tests.conftest import build_study
 
@@ -121,32 +123,67 @@ def test_top_k_spends_the_budget_on_the_funny_few_and_the_page_shows_it(research
     assert "a uniform design would need 288" in page
 
 
-def test_precision_gives_disagreed_items_more_answers(researcher):
-    study = build_study(
+def precision_study(researcher, *, n_items, quota_per_item):
+    return build_study(
         researcher,
-        n_items=12,
+        n_items=n_items,
         config=THREE_POINTS,
-        quota_per_item=15,
+        quota_per_item=quota_per_item,
         allocation_policy="precision",
         allocation_target_width=1.0,
         allocation_delta=0.1,
     )
+
+
+def by_answer_number(rating):
+    """An ``answer`` for ``crowd`` from ``rating(item, n)``: the rating of the item's n-th answer (from 1),
+    whatever order raters come in."""
+    given = Counter()
+
+    def answer(assignment, rng):
+        item = assignment.item.external_id
+        given[item] += 1
+        return {"rating": str(rating(item, given[item]))}
+
+    return answer
+
+
+def test_precision_gives_disagreed_items_more_answers(researcher):
+    study = precision_study(researcher, n_items=12, quota_per_item=15)
     easy = {f"item-{i}" for i in range(6)}
-    given: dict[str, int] = {}
 
-    def rate(assignment, rng):
-        if assignment.item.external_id in easy:
-            return {"rating": "1"}
+    def rating(item, n):
         # Raters split evenly on a hard item, whatever order they come in: its spread never looks small by chance.
-        n = given[assignment.item.external_id] = given.get(assignment.item.external_id, 0) + 1
-        return {"rating": str(2 * (n % 2))}
+        return 1 if item in easy else 2 * (n % 2)
 
-    crowd(study, rate, raters=25, per_rater=8)
+    crowd(study, by_answer_number(rating), raters=25, per_rater=8)
     counts = answers_per_item(study)
     easy_mean = sum(counts[x] for x in easy) / 6
     hard_mean = sum(v for x, v in counts.items() if x not in easy) / 6
     assert hard_mean >= 1.6 * easy_mean, counts
-    assert next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="late")).reason == "exhausted"
+    # The policy is done: a new rater gets the "no work" ending — unless their first item is one of the passive
+    # share, which walks every item with room, retired or not (about one study seed in ten).
+    late = next_assignment(enrollment=enroll_crowdworker(study=study, participant_id="late"))
+    assert late.reason == "exhausted" or AllocationLog.objects.get(assignment=late.assignment).passive, late
+    assert_guarantees(study)
+
+
+def test_precision_retires_an_agreed_item_but_not_a_disputed_one_that_agreed_at_first(researcher):
+    study = precision_study(researcher, n_items=8, quota_per_item=20)
+    agreed = {f"item-{i}" for i in range(4)}
+
+    def rating(item, n):
+        # After three answers of 1 raters split between the ends: three equal answers already put the
+        # interval within the target, so only the worth of one more answer keeps the item in play.
+        return 1 if item in agreed or n <= 3 else 2 * (n % 2)
+
+    crowd(study, by_answer_number(rating), raters=10, per_rater=6)
+    counts = answers_per_item(study)
+    summary = allocation_summary(study=study)
+    assert summary["retired"] == 4, (summary, counts)
+    assert {row["external_id"] for row in summary["widest"]} == set(counts) - agreed, summary
+    assert all(counts[x] < 20 for x in counts), counts  # the disputed items are in play, not full
+    assert min(counts[x] for x in counts if x not in agreed) > max(counts[x] for x in agreed), counts
     assert_guarantees(study)
 
 
@@ -190,6 +227,31 @@ def test_active_pairs_compares_close_contestants_and_keeps_positions_random(rese
     assert_guarantees(study)
 
 
+def test_active_pairs_prices_a_comparison_as_the_updated_covariance_would():
+    """The look-ahead's closed form (a rank-one update) against inverting the information with the comparison added."""
+    rng = np.random.default_rng(26)
+    theta_true = np.linspace(0.0, 2.0, 8)
+    a, b = np.triu_indices(8, 1)
+    n = rng.integers(0, 4, len(a)).astype(float)
+    total = rng.binomial(n.astype(int), 1 / (1 + np.exp(theta_true[b] - theta_true[a]))).astype(float)
+    theta, covariance = strengths(a, b, n, total, 8)
+    ranked = np.argsort(-theta, kind="stable")
+    near = [(ranked[x], ranked[x + d]) for d in (1, 2) for x in range(8 - d)]
+    k, m = np.array(near).T
+
+    def risk(cov):
+        return misordering(theta, cov, k, m).sum()
+
+    pairs = np.array([0, 5, 20])
+    priced = lookahead(theta, covariance, a[pairs], b[pairs])
+    for price, i, j in zip(priced, a[pairs], b[pairs], strict=True):
+        u = np.zeros(8)
+        u[i], u[j] = 1.0, -1.0
+        p = 1 / (1 + np.exp(theta[j] - theta[i]))
+        after = np.linalg.inv(np.linalg.inv(covariance) + p * (1 - p) * np.outer(u, u))
+        assert price == pytest.approx(risk(covariance) - risk(after), rel=1e-6)
+
+
 def test_a_policy_that_does_not_fit_the_task_type_is_refused(researcher):
     with pytest.raises(ValidationError) as refused:
         study_create(owner=researcher, name="p", task_type="pairwise", allocation_policy="top_k")
@@ -213,3 +275,68 @@ def test_a_reused_ranking_keeps_every_guarantee(researcher, monkeypatch):
     crowd(study, lambda assignment, rng: {"rating": str(rng.choice([0, 1, 2]))}, raters=8, per_rater=4)
     assert Judgment.objects.filter(study=study).count() == 6 * 3  # the stale ranking still fills, never overfills
     assert_guarantees(study)
+
+
+def make_old_format(entry, **state):
+    """Rewrite a logged decision as a rule before versions were logged wrote it: no ``rule``, ``state``'s keys."""
+    entry.state = {key: value for key, value in {**entry.state, **state}.items() if key != "rule"}
+    entry.save(update_fields=["state"])
+
+
+def test_a_precision_row_from_the_earlier_rule_is_not_replayable_and_new_rows_still_replay(researcher):
+    study = precision_study(researcher, n_items=6, quota_per_item=6)
+    crowd(study, by_answer_number(lambda item, n: n % 3), raters=6, per_rater=4)
+    old, *new = AllocationLog.objects.filter(study=study, passive=False).order_by("pk")
+    assert new
+    assert all(row.state["rule"] == 2 for row in [old, *new])
+    params = {key: value for key, value in old.state["params"].items() if key != "worth"}
+    make_old_format(old, params=params)
+
+    replayed = {r.log_id: r for r in replay(study=study)}
+    assert replayed[old.pk].not_replayable == "not replayable: logged by an earlier version of the precision rule"
+    assert not replayed[old.pk].differs
+    assert all(replayed[row.pk].same for row in new)
+    assert replay_counts(list(replayed.values())) == ReplayCounts(same=len(new), differs=0, not_replayable=1)
+
+
+def test_an_active_pairs_row_from_the_earlier_rule_is_not_replayable_and_new_rows_still_replay(researcher):
+    study = study_create(
+        owner=researcher, name="pairs", task_type="pairwise", quota_per_item=4, allocation_policy="active_pairs"
+    )
+    names = ["ann", "bob", "cy", "dee"]
+    items_create(
+        study=study,
+        items=[
+            ItemSpec(
+                external_id=f"{first}-{second}",
+                text="Which is funnier?",
+                candidates=[
+                    CandidateSpec(key=f"c{j}", text=f"A joke by {who}.") for j, who in enumerate((first, second))
+                ],
+            )
+            for i, first in enumerate(names)
+            for second in names[i + 1 :]
+        ],
+    )
+    study_set_state(study=study, state="open")
+    crowd(study, lambda assignment, rng: {"choice": str(rng.randrange(2))}, raters=6, per_rater=3)
+    old, *new = AllocationLog.objects.filter(study=study, passive=False).order_by("pk")
+    assert new
+    theta = old.state["context"]["theta"]
+    # The rows before the look-ahead kept each contestant's variance, not the covariance.
+    make_old_format(old, context={"theta": theta, "variance": [1.0] * len(theta)})
+
+    replayed = {r.log_id: r for r in replay(study=study)}
+    assert replayed[old.pk].not_replayable == "not replayable: logged by an earlier version of the active_pairs rule"
+    assert all(replayed[row.pk].same for row in new)
+    assert replay_counts(list(replayed.values())) == ReplayCounts(same=len(new), differs=0, not_replayable=1)
+
+
+def test_a_row_that_claims_the_current_rule_but_misses_its_keys_is_not_replayable(researcher):
+    study = precision_study(researcher, n_items=4, quota_per_item=3)
+    crowd(study, by_answer_number(lambda item, n: 1), raters=3, per_rater=2)
+    entry = AllocationLog.objects.filter(study=study, passive=False).first()
+    entry.state = {"rule": 2, "arms": entry.state["arms"]}
+    entry.save(update_fields=["state"])
+    [found] = [r for r in replay(study=study) if r.log_id == entry.pk]
+    assert found.not_replayable and not found.differs
