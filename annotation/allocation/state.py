@@ -190,9 +190,12 @@ class Choice:
     _arms: Arms | None = None
     _params: Params | None = None
 
-    def record(self, assignment: Assignment, *, tried: list[int], passive: bool) -> None:
-        """Log the item handed out; ``tried``: candidates tried before it that could not be leased;
-        ``passive``: the study's walk found it (the passive share)."""
+    def record(self, assignment: Assignment, *, held: list[int], passive: bool) -> None:
+        """Log the item handed out; ``held``: candidates passed over because another transaction held them;
+        ``passive``: the study's walk found it (the passive share).
+
+        The entry's ``tried`` is every candidate ranked before the item (full since the ranking, or held),
+        which the replay passes over; ``held`` says which of them another transaction held."""
         state: dict[str, Any] = {}
         passive = passive or assignment.item_id not in self.items
         if not passive and self._plan is not None and self._arms is not None:
@@ -212,7 +215,8 @@ class Choice:
                     ]
                     for i in at
                 ],
-                "tried": sorted(set(tried) - {assignment.item_id}),
+                "tried": sorted(upto[:-1]),
+                "held": sorted(set(held) & set(upto[:-1])),
             }
         insert(
             AllocationLog(
