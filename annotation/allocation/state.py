@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,6 +187,8 @@ class Choice:
     items: list[int] = field(default_factory=list)
     #: The budget is spent: nothing more is handed out.
     spent: bool = False
+    #: The candidates come from a ranking made for an earlier request (``PLAN_SECONDS``).
+    reused: bool = False
     _plan: Plan | None = None
     _arms: Arms | None = None
     _params: Params | None = None
@@ -233,33 +236,76 @@ class Choice:
 
 #: How long a process reuses a study's ranking (seconds). Within it every request ranks from the same
 #: snapshot — which its log row records, so the replay still holds — and the leases decide, as always,
-#: who gets an item; a request then costs a lookup instead of reading every item.
+#: who gets an item; a request then costs a lookup instead of reading every item. Once it is older, one
+#: request at a time recomputes it while the others carry on with the one before (no herd of threads all
+#: reading and ranking every item at once); a request waits only when there is none yet.
 PLAN_SECONDS = 1.0
-_plans: dict[int, tuple[float, str, Params, Arms, np.ndarray, Plan]] = {}
 
 
-def _ranking(study: Study, policy: AllocationPolicy, params: Params) -> tuple[Arms, np.ndarray, Plan]:
-    """The study's items, their places taken and the policy's plan, at most ``PLAN_SECONDS`` old."""
-    now = time.monotonic()
-    cached = _plans.get(study.pk)
-    if cached is not None and cached[0] > now and cached[1] == policy.name and cached[2] == params:
-        return cached[3], cached[4], cached[5]
-    arms, places = study_arms(study, policy)
-    plan = policy.plan(arms, params)
-    if PLAN_SECONDS > 0:
+@dataclass
+class _Ranking:
+    fresh_until: float
+    policy: str
+    params: Params
+    arms: Arms
+    places: np.ndarray
+    plan: Plan
+
+
+_plans: dict[int, _Ranking] = {}
+_plans_lock = threading.Lock()
+_computing: dict[int, threading.Lock] = {}
+
+
+def _ranking(
+    study: Study, policy: AllocationPolicy, params: Params, *, fresh: bool = False
+) -> tuple[Arms, np.ndarray, Plan, bool]:
+    """The study's items, their places taken, the policy's plan, and whether it was made for an earlier
+    request: at most ``PLAN_SECONDS`` old, or a little older while another thread of the process is
+    computing the next one; ``fresh``: made now."""
+    if PLAN_SECONDS <= 0 or fresh:
+        arms, places = study_arms(study, policy)
+        plan = policy.plan(arms, params)
+        if PLAN_SECONDS > 0:
+            _keep(study, _Ranking(time.monotonic() + PLAN_SECONDS, policy.name, params, arms, places, plan))
+        return arms, places, plan, False
+    with _plans_lock:
+        cached = _plans.get(study.pk)
+        computing = _computing.setdefault(study.pk, threading.Lock())
+    usable = cached is not None and cached.policy == policy.name and cached.params == params
+    if usable and cached.fresh_until > time.monotonic():
+        return cached.arms, cached.places, cached.plan, True
+    # Stale: recompute it unless another thread is at it, then use the stale one meanwhile.
+    if not computing.acquire(blocking=not usable):
+        return cached.arms, cached.places, cached.plan, True
+    try:
+        latest = _plans.get(study.pk)
+        if latest is not None and latest is not cached and latest.policy == policy.name and latest.params == params:
+            return latest.arms, latest.places, latest.plan, True  # made while this thread waited
+        arms, places = study_arms(study, policy)
+        plan = policy.plan(arms, params)
+        _keep(study, _Ranking(time.monotonic() + PLAN_SECONDS, policy.name, params, arms, places, plan))
+        return arms, places, plan, False
+    finally:
+        computing.release()
+
+
+def _keep(study: Study, ranking: _Ranking) -> None:
+    with _plans_lock:
         if len(_plans) > 64:
-            for key in [key for key, entry in _plans.items() if entry[0] <= now]:
+            stale = time.monotonic() - 60 * PLAN_SECONDS
+            for key in [key for key, entry in _plans.items() if entry.fresh_until <= stale]:
                 del _plans[key]
-        _plans[study.pk] = (now + PLAN_SECONDS, policy.name, params, arms, places, plan)
-    return arms, places, plan
+        _plans[study.pk] = ranking
 
 
 def _places_taken(study: Study) -> int:
     return Item.objects.filter(study=study, is_attention_check=False).aggregate(s=Sum("places_taken"))["s"] or 0
 
 
-def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
-    """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item."""
+def choose(*, enrollment: Enrollment, sequence: int, fresh: bool = False) -> Choice | None:
+    """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item
+    (``fresh``: ranked from the items as they are now, not from a ranking kept for earlier requests)."""
     study, rater = enrollment.study, enrollment.rater
     policy = study_policy(study)
     if policy is None:
@@ -270,7 +316,7 @@ def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
         choice.spent = True
         return choice
     choice.passive = unit_draw(study.seed, "passive", rater.pk, sequence) < params.passive_share
-    arms, places, plan = _ranking(study, policy, params)
+    arms, places, plan, choice.reused = _ranking(study, policy, params, fresh=fresh)
     choice._arms, choice._plan = arms, plan
     seen = np.fromiter(
         Assignment.objects.filter(rater=rater, study=study).values_list("item_id", flat=True), dtype=np.int64
@@ -278,8 +324,8 @@ def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
     room = ~np.isin(arms.ids, seen)
     if rater.is_human:
         room &= places < study.quota_per_item
-    ranked = order(plan.priority, arms.ids, seed=study.seed, rater=rater.pk)
-    choice.items = [int(arms.ids[i]) for i in ranked[room[ranked]][:CANDIDATES]]
+    ranked = order(plan.priority, arms.ids, seed=study.seed, rater=rater.pk, among=room, limit=CANDIDATES)
+    choice.items = arms.ids[ranked].tolist()
     return choice
 
 

@@ -276,6 +276,11 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
         skipped = set(passed_over)
         wanted = [(item_id, True) for item_id in choice.items if item_id not in skipped]
         assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
+        if assignment is None and not held and choice.reused:
+            # Every candidate filled since the reused ranking was made: rank again from the items as they are.
+            choice = allocation_choose(enrollment=enrollment, sequence=sequence, fresh=True)
+            wanted = [(item_id, True) for item_id in choice.items if item_id not in skipped]
+            assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
         passed_over += held
     if assignment is None and passed_over and not wait:
         return NextItem(None, "busy")
