@@ -217,3 +217,31 @@ def test_a_reused_ranking_keeps_every_guarantee(researcher, monkeypatch):
     crowd(study, lambda assignment, rng: {"rating": str(rng.choice([0, 1, 2]))}, raters=8, per_rater=4)
     assert Judgment.objects.filter(study=study).count() == 6 * 3  # the stale ranking still fills, never overfills
     assert_guarantees(study)
+
+
+def test_active_pairs_reads_an_items_contestants_again_once_a_candidate_is_edited(researcher):
+    from annotation.allocation.state import study_arms, study_policy
+    from annotation.models import Candidate, Study
+
+    study = study_create(owner=researcher, name="pairs", task_type="pairwise", allocation_policy="active_pairs")
+    items_create(
+        study=study,
+        items=[
+            ItemSpec(
+                external_id=f"{x}-{y}",
+                candidates=[
+                    CandidateSpec(key=f"c{j}", text="A joke.", provenance={"contestant": who})
+                    for j, who in enumerate((x, y))
+                ],
+            )
+            for x, y in (("ann", "bo"), ("bo", "cy"))
+        ],
+    )
+    policy = study_policy(study)
+    arms, _places = study_arms(study, policy)
+    assert sorted(arms.columns["names"]) == ["ann", "bo", "cy"]
+    candidate = Candidate.objects.get(item__external_id="bo-cy", key="c1")
+    candidate.provenance = {"contestant": "di"}
+    candidate.save()  # counted as an edit of the study's inputs
+    arms, _places = study_arms(Study.objects.get(pk=study.pk), policy)
+    assert sorted(arms.columns["names"]) == ["ann", "bo", "di"]
