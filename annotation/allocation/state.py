@@ -187,8 +187,9 @@ class Choice:
     items: list[int] = field(default_factory=list)
     #: The budget is spent: nothing more is handed out.
     spent: bool = False
-    #: The candidates come from a ranking made for an earlier request (``PLAN_SECONDS``).
+    #: The candidates come from a ranking made for an earlier request (``PLAN_SECONDS``), at ``made_at``.
     reused: bool = False
+    made_at: float = 0.0
     _plan: Plan | None = None
     _arms: Arms | None = None
     _params: Params | None = None
@@ -244,12 +245,15 @@ PLAN_SECONDS = 1.0
 
 @dataclass
 class _Ranking:
-    fresh_until: float
+    made_at: float
     policy: str
     params: Params
     arms: Arms
     places: np.ndarray
     plan: Plan
+
+    def fits(self, policy: AllocationPolicy, params: Params) -> bool:
+        return self.policy == policy.name and self.params == params
 
 
 _plans: dict[int, _Ranking] = {}
@@ -258,54 +262,53 @@ _computing: dict[int, threading.Lock] = {}
 
 
 def _ranking(
-    study: Study, policy: AllocationPolicy, params: Params, *, fresh: bool = False
-) -> tuple[Arms, np.ndarray, Plan, bool]:
-    """The study's items, their places taken, the policy's plan, and whether it was made for an earlier
-    request: at most ``PLAN_SECONDS`` old, or a little older while another thread of the process is
-    computing the next one; ``fresh``: made now."""
-    if PLAN_SECONDS <= 0 or fresh:
-        arms, places = study_arms(study, policy)
-        plan = policy.plan(arms, params)
-        if PLAN_SECONDS > 0:
-            _keep(study, _Ranking(time.monotonic() + PLAN_SECONDS, policy.name, params, arms, places, plan))
-        return arms, places, plan, False
+    study: Study, policy: AllocationPolicy, params: Params, *, newer_than: float | None = None
+) -> tuple[_Ranking, bool]:
+    """The study's items, their places taken and the policy's plan, and whether it was made for an
+    earlier request: at most ``PLAN_SECONDS`` old, or a little older while another thread of the process
+    is making the next one. ``newer_than``: made after that moment (``time.monotonic()``), because the
+    one made then is out of date; threads that ask this at once wait for one of them to make it."""
+    if PLAN_SECONDS <= 0:
+        return _rank(study, policy, params), False
     with _plans_lock:
         cached = _plans.get(study.pk)
         computing = _computing.setdefault(study.pk, threading.Lock())
-    usable = cached is not None and cached.policy == policy.name and cached.params == params
-    if usable and cached.fresh_until > time.monotonic():
-        return cached.arms, cached.places, cached.plan, True
-    # Stale: recompute it unless another thread is at it, then use the stale one meanwhile.
-    if not computing.acquire(blocking=not usable):
-        return cached.arms, cached.places, cached.plan, True
+    usable = cached is not None and cached.fits(policy, params)
+    if newer_than is None and usable and cached.made_at + PLAN_SECONDS > time.monotonic():
+        return cached, True
+    # Stale: make the next one unless another thread is at it, and use this one meanwhile.
+    if not computing.acquire(blocking=not usable or newer_than is not None):
+        return cached, True
     try:
         latest = _plans.get(study.pk)
-        if latest is not None and latest is not cached and latest.policy == policy.name and latest.params == params:
-            return latest.arms, latest.places, latest.plan, True  # made while this thread waited
-        arms, places = study_arms(study, policy)
-        plan = policy.plan(arms, params)
-        _keep(study, _Ranking(time.monotonic() + PLAN_SECONDS, policy.name, params, arms, places, plan))
-        return arms, places, plan, False
+        floor = newer_than if newer_than is not None else (cached.made_at if cached is not None else -np.inf)
+        if latest is not None and latest.fits(policy, params) and latest.made_at > floor:
+            return latest, True  # made while this thread waited
+        ranking = _rank(study, policy, params)
+        with _plans_lock:
+            if len(_plans) > 64:
+                old = time.monotonic() - 60 * PLAN_SECONDS
+                for key in [key for key, entry in _plans.items() if entry.made_at <= old]:
+                    del _plans[key]
+            _plans[study.pk] = ranking
+        return ranking, False
     finally:
         computing.release()
 
 
-def _keep(study: Study, ranking: _Ranking) -> None:
-    with _plans_lock:
-        if len(_plans) > 64:
-            stale = time.monotonic() - 60 * PLAN_SECONDS
-            for key in [key for key, entry in _plans.items() if entry.fresh_until <= stale]:
-                del _plans[key]
-        _plans[study.pk] = ranking
+def _rank(study: Study, policy: AllocationPolicy, params: Params) -> _Ranking:
+    made_at = time.monotonic()
+    arms, places = study_arms(study, policy)
+    return _Ranking(made_at, policy.name, params, arms, places, policy.plan(arms, params))
 
 
 def _places_taken(study: Study) -> int:
     return Item.objects.filter(study=study, is_attention_check=False).aggregate(s=Sum("places_taken"))["s"] or 0
 
 
-def choose(*, enrollment: Enrollment, sequence: int, fresh: bool = False) -> Choice | None:
+def choose(*, enrollment: Enrollment, sequence: int, after: Choice | None = None) -> Choice | None:
     """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item
-    (``fresh``: ranked from the items as they are now, not from a ranking kept for earlier requests)."""
+    (``after``: a choice whose candidates all filled since its ranking was made; this one is ranked later)."""
     study, rater = enrollment.study, enrollment.rater
     policy = study_policy(study)
     if policy is None:
@@ -316,8 +319,9 @@ def choose(*, enrollment: Enrollment, sequence: int, fresh: bool = False) -> Cho
         choice.spent = True
         return choice
     choice.passive = unit_draw(study.seed, "passive", rater.pk, sequence) < params.passive_share
-    arms, places, plan, choice.reused = _ranking(study, policy, params, fresh=fresh)
-    choice._arms, choice._plan = arms, plan
+    ranking, choice.reused = _ranking(study, policy, params, newer_than=after.made_at if after else None)
+    arms, places, plan = ranking.arms, ranking.places, ranking.plan
+    choice._arms, choice._plan, choice.made_at = arms, plan, ranking.made_at
     seen = np.fromiter(
         Assignment.objects.filter(rater=rater, study=study).values_list("item_id", flat=True), dtype=np.int64
     )

@@ -278,7 +278,7 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
         assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
         if assignment is None and not held and choice.reused:
             # Every candidate filled since the reused ranking was made: rank again from the items as they are.
-            choice = allocation_choose(enrollment=enrollment, sequence=sequence, fresh=True)
+            choice = allocation_choose(enrollment=enrollment, sequence=sequence, after=choice)
             wanted = [(item_id, True) for item_id in choice.items if item_id not in skipped]
             assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
         passed_over += held

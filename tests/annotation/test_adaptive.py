@@ -245,3 +245,46 @@ def test_active_pairs_reads_an_items_contestants_again_once_a_candidate_is_edite
     candidate.save()  # counted as an edit of the study's inputs
     arms, _places = study_arms(Study.objects.get(pk=study.pk), policy)
     assert sorted(arms.columns["names"]) == ["ann", "bo", "di"]
+
+
+def test_a_stale_ranking_is_made_again_by_one_thread_while_the_others_use_the_last_one(monkeypatch):
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from annotation.allocation import Params, get_policy
+
+    monkeypatch.setattr(allocation_state, "PLAN_SECONDS", 1.0)
+    monkeypatch.setattr(allocation_state, "_plans", {})
+    study, policy, params = SimpleNamespace(pk=-26), get_policy("top_k"), Params()
+    made, release = [], threading.Event()
+
+    def rank(study, policy, params):
+        made.append(threading.get_ident())
+        if len(made) > 1:
+            release.wait(timeout=10)  # the next one takes a while to make
+        return allocation_state._Ranking(time.monotonic(), policy.name, params, None, None, None)
+
+    monkeypatch.setattr(allocation_state, "_rank", rank)
+    first, reused = allocation_state._ranking(study, policy, params)
+    assert not reused and len(made) == 1
+    first.made_at -= 5  # out of date
+    got = []
+    threads = [
+        threading.Thread(target=lambda: got.append(allocation_state._ranking(study, policy, params))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(got) < 7 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Seven threads answered at once with the last ranking; one is making the next.
+    assert len(made) == 2 and len(got) == 7 and all(ranking is first for ranking, _reused in got)
+    release.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(made) == 2 and sum(ranking is not first for ranking, _reused in got) == 1
+    # A request whose candidates all filled asks for a ranking newer than its own: made once, then shared.
+    newest = allocation_state._plans[study.pk]
+    again = [allocation_state._ranking(study, policy, params, newer_than=newest.made_at) for _ in range(2)]
+    assert again[0][0] is not newest and again[1][0] is again[0][0]
