@@ -53,9 +53,25 @@ from bench.load_client import Study as ClientStudy  # noqa: E402
 from bench.load_server import create_database, drop_database, gunicorn, migrate, with_database  # noqa: E402
 
 DEFAULT_SERVER = "postgres://postgres@127.0.0.1:5432/postgres"
-# Allocation policies a study can use, each with the study settings that choose it: today every study
-# allocates uniformly (each item up to its quota). The policies' registry, when there is one, replaces this.
-POLICIES: dict[str, dict[str, object]] = {"uniform": {}}
+
+
+def allocation_policies() -> list[str]:
+    """The registered allocation policies, uniform first (Django must be set up)."""
+    import ratings.allocation  # noqa: F401 - registers active_pairs
+    from annotation.allocation import POLICIES, UNIFORM
+
+    return [UNIFORM, *(name for name in POLICIES if name != UNIFORM)]
+
+
+def policy_settings(name: str) -> dict[str, object]:
+    """The study settings that choose the policy: the policy, and the task type it fits (a pairwise study
+    for a pairwise policy; else the ordinal 0-3 study)."""
+    from annotation.allocation import get_policy
+    from annotation.task_types import get_task_type
+
+    ordinal = get_task_type("ordinal")
+    task_type = "ordinal" if get_policy(name).applies_to(ordinal, ordinal.config({})) else "pairwise"
+    return {"allocation_policy": name, "task_type": task_type}
 
 
 def item_orders() -> list[str]:
@@ -78,20 +94,44 @@ def _django(database_url: str) -> None:
     django.setup()
 
 
-def make_study(*, label: str, n_items: int, quota: int, item_order: str = "", **settings):
-    """An open ordinal study with invented items, owned by the bench user (the model's default order unless
-    told; ``settings``: more study settings, e.g. a policy's)."""
+def _pairs(n_items: int) -> list[tuple[int, int]]:
+    """The first ``n_items`` pairs of a round robin of just enough contestants."""
+    contestants = 2
+    while contestants * (contestants - 1) // 2 < n_items:
+        contestants += 1
+    return [(a, b) for a in range(contestants) for b in range(a + 1, contestants)][:n_items]
+
+
+def make_study(*, label: str, n_items: int, quota: int, item_order: str = "", task_type: str = "ordinal", **settings):
+    """An open study with invented items, owned by the bench user: ordinal 0-3 items, or for
+    ``task_type="pairwise"`` pairs of invented contestants' jokes (the model's default order unless told;
+    ``settings``: more study settings, e.g. a policy's)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.services.studies import ItemSpec, items_create, study_create, study_set_state
+    from annotation.services.studies import CandidateSpec, ItemSpec, items_create, study_create, study_set_state
 
     owner, _ = get_user_model().objects.get_or_create(username="load-bench")
     options = {"item_order": item_order, **settings} if item_order else settings
-    study = study_create(owner=owner, name=f"Load {label}", task_type="ordinal", quota_per_item=quota, **options)
-    specs = [
-        ItemSpec(external_id=f"joke-{i}", prompt=f"Setup number {i}?", text=f"Punchline number {i}.")
-        for i in range(n_items)
-    ]
+    study = study_create(owner=owner, name=f"Load {label}", task_type=task_type, quota_per_item=quota, **options)
+    if task_type == "pairwise":
+        specs = [
+            ItemSpec(
+                external_id=f"pair-{a}-{b}",
+                text="Which is funnier?",
+                candidates=[
+                    CandidateSpec(
+                        key=f"c{j}", text=f"A joke by comic {who}.", provenance={"contestant": f"comic-{who}"}
+                    )
+                    for j, who in enumerate((a, b))
+                ],
+            )
+            for a, b in _pairs(n_items)
+        ]
+    else:
+        specs = [
+            ItemSpec(external_id=f"joke-{i}", prompt=f"Setup number {i}?", text=f"Punchline number {i}.")
+            for i in range(n_items)
+        ]
     items_create(study=study, items=specs)
     return study_set_state(study=study, state="open")
 
@@ -99,6 +139,10 @@ def make_study(*, label: str, n_items: int, quota: int, item_order: str = "", **
 def client_study(study, base_url: str, prefix: str = "/s") -> ClientStudy:
     from annotation.task_types import get_task_type
 
+    if study.task_type == "pairwise":  # the position of the candidate chosen
+        return ClientStudy(
+            base_url=base_url, entry_token=study.entry_token, points=[0, 1], prefix=prefix, field="choice"
+        )
     config = get_task_type(study.task_type).config(study.config)
     return ClientStudy(base_url=base_url, entry_token=study.entry_token, points=list(config["points"]), prefix=prefix)
 
@@ -350,14 +394,15 @@ def main(argv: list[str] | None = None) -> int:
         " the first the reference the others are compared with; default: the study's default order",
     )
     parser.add_argument(
-        "--policies", default="uniform", help=f"comma-separated allocation policies ({', '.join(POLICIES)})"
+        "--policies",
+        default="uniform",
+        help="comma-separated allocation policies (uniform, top_k, precision, active_pairs: any registered one;"
+        " a pairwise policy gets a pairwise study of the same size), each measured in each of --orders",
     )
+    parser.add_argument("--database-prefix", default="fb_load", help="the scratch database is named <prefix>_<pid>")
     parser.add_argument("--rounds", type=int, default=1, help="times each order is measured per level, in turn")
     args = parser.parse_args(argv)
     policies = [name.strip() for name in args.policies.split(",") if name.strip()]
-    for name in policies:
-        if name not in POLICIES:
-            parser.error(f"--policies: unknown allocation policy {name!r}; known: {', '.join(POLICIES)}")
     if not policies or args.rounds < 1:
         parser.error("give at least one policy and one round")
     if args.bare and args.url:
@@ -366,10 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.database_url.startswith("postgres"):
         parser.error("the load harness runs on PostgreSQL: give --database-url postgres://...")
 
-    scratch = None if args.url else f"fb_load_{os.getpid()}"
+    scratch = None if args.url else f"{args.database_prefix}_{os.getpid()}"
     # Django is set up before the scratch database exists (setting up connects to nothing),
     # so an unknown order is refused before anything is created.
     _django(with_database(args.database_url, scratch) if scratch else args.database_url)
+    known_policies = allocation_policies()
+    for name in policies:
+        if name not in known_policies:
+            parser.error(f"--policies: unknown allocation policy {name!r}; known: {', '.join(known_policies)}")
     known = item_orders()
     orders = [name.strip() for name in args.orders.split(",") if name.strip()] or known[:1]
     for name in orders:
@@ -411,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                 print_header()
                 # (label, path, item order, the policy's study settings); the first is the reference.
                 runs = [
-                    (f"{order}/{policy}" if len(policies) > 1 else order, "/s", order, POLICIES[policy])
+                    (f"{order}/{policy}" if len(policies) > 1 else order, "/s", order, policy_settings(policy))
                     for order in orders
                     for policy in policies
                 ]

@@ -85,6 +85,17 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
     sent = {s.assignment_id: s for log in logs for s in log.submissions}
     outcomes = Counter(s.outcome for s in sent.values())
     judgments = dict(Judgment.objects.filter(study=study, rater__kind="crowd").values_list("assignment_id", "value"))
+    if study.task_type == "pairwise":
+        # The client posted the position it chose; the judgment names the candidate shown there.
+        shown = dict(Assignment.objects.filter(pk__in=judgments).values_list("pk", "shown_order"))
+
+        def expected(assignment_id: int, rating: int) -> dict:
+            return {"choice": shown[assignment_id][rating]}
+    else:
+
+        def expected(assignment_id: int, rating: int) -> dict:
+            return {"rating": rating}
+
     audit = Audit(
         submitted=len(sent),
         confirmed=outcomes["confirmed"],
@@ -97,7 +108,7 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
         if submission.outcome == "confirmed":
             if assignment_id not in judgments:
                 audit.lost.append(assignment_id)
-            elif judgments[assignment_id] != {"rating": submission.rating}:
+            elif judgments[assignment_id] != expected(assignment_id, submission.rating):
                 audit.wrong_value.append(assignment_id)
     for assignment_id in judgments:
         submission = sent.get(assignment_id)
@@ -105,7 +116,7 @@ def audit_study(*, study_id: int, logs: list[RaterLog]) -> Audit:
             audit.phantom.append(assignment_id)
         elif submission.outcome == "unconfirmed":
             audit.stored_unconfirmed += 1
-            if judgments[assignment_id] != {"rating": submission.rating}:
+            if judgments[assignment_id] != expected(assignment_id, submission.rating):
                 audit.wrong_value.append(assignment_id)
 
     def repeated(model) -> int:

@@ -154,6 +154,9 @@ class Study:
     entry_token: str
     points: list[int]
     prefix: str = "/s"  # "/bare" for the bare reference (bench/bare.py)
+    # The answer's form field: "rating" (a point of the scale), or "choice" (a pairwise study: the
+    # position of the candidate chosen, 0 or 1, as ``points``).
+    field: str = "rating"
 
     def path(self, step: str = "") -> str:
         return f"{self.prefix}/{self.entry_token}/{step + '/' if step else ''}"
@@ -244,7 +247,7 @@ class Rater:
         self.log.submissions.append(submission)
         headers = {"HX-Request": "true", "X-CSRFToken": self.csrf} if self.plan.mode == "htmx" else {}
         path = self.study.path("item")
-        form = {"assignment": str(assignment_id), "rating": str(rating)}
+        form = {"assignment": str(assignment_id), self.study.field: str(rating)}
         for attempt in range(self.plan.resend_limit + 1):
             submission.attempts += 1
             try:

@@ -19,6 +19,7 @@ are still shown in each rater's own random order: the hand-out's candidate order
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,10 @@ from annotation.task_types import TaskType
 
 from .pairwise import item_candidates, outcome_of
 from .stats.bradley_terry import ANCHOR, ELO_SCALE, bradley_terry_from_wins
+
+#: Per study, the contestants of its items as ``add_columns`` last read them, with what they were read
+#: for (study, its inputs revision — bumped when a candidate is edited or added to an item — and its items).
+_contestants: dict[int, tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = {}
 
 #: Comparisons' worth of information every contestant starts with, so a contestant never compared
 #: has a large but finite variance (and the information matrix can be inverted).
@@ -122,17 +127,31 @@ class ActivePairs(AllocationPolicy):
         return outcome_of(task_type, value, candidate_keys)
 
     def add_columns(self, study: Any, arms: Arms) -> None:
+        # Which contestants an item pairs changes only with the study's items and candidates: the ranking,
+        # recomputed every second on the answer path, reads them once per process, not every time.
+        key = (study.pk, study.inputs_revision, hashlib.blake2b(arms.ids.tobytes(), digest_size=16).digest())
+        known = _contestants.get(study.pk)
+        if known is None or known[0] != key:
+            known = (key, *self._contestants(study, arms.ids))
+            if len(_contestants) > 64:
+                _contestants.clear()
+            _contestants[study.pk] = known
+        _key, a, b, names = known
+        arms.columns.update(a=a, b=b, names=names)
+
+    @staticmethod
+    def _contestants(study: Any, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per item, the indexes of its two contestants (−1, −1 unless it pairs two), and their names."""
         pairs = item_candidates(study=study, regular_only=True)
         names: dict[str, int] = {}
-        a = np.full(len(arms), -1, dtype=np.int64)
-        b = np.full(len(arms), -1, dtype=np.int64)
-        for i, item_id in enumerate(arms.ids.tolist()):
+        a = np.full(len(ids), -1, dtype=np.int64)
+        b = np.full(len(ids), -1, dtype=np.int64)
+        for i, item_id in enumerate(ids.tolist()):
             pair = pairs.get(item_id, [])
             if len(pair) == 2 and pair[0][1] != pair[1][1]:
                 a[i] = names.setdefault(pair[0][1], len(names))
                 b[i] = names.setdefault(pair[1][1], len(names))
-        arms.columns.update(a=a, b=b)
-        arms.columns["names"] = np.array(list(names), dtype=object)
+        return a, b, np.array(list(names), dtype=object)
 
     def plan(self, arms: Arms, params: Params) -> Plan:
         a, b = arms.columns["a"], arms.columns["b"]

@@ -104,13 +104,44 @@ def tiebreak(ids: np.ndarray, *, seed: int, rater: int) -> np.ndarray:
     return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
-def order(priority: np.ndarray, ids: np.ndarray, *, seed: int, rater: int) -> np.ndarray:
-    """Indexes of the items in contention (finite or +inf priority), highest priority first."""
-    live = np.flatnonzero(~(priority == -np.inf))
+def order(
+    priority: np.ndarray,
+    ids: np.ndarray,
+    *,
+    seed: int,
+    rater: int,
+    among: np.ndarray | None = None,
+    limit: int | None = None,
+) -> np.ndarray:
+    """Indexes of the items in contention (finite or +inf priority), highest priority first, equal
+    priorities in the rater's own order (``tiebreak``). ``among``: only the items marked True (e.g. those
+    the rater may still get); ``limit``: only the first so many, the same as the full order's first, found
+    by a linear selection instead of a sort of every item (a hand-out wants a few dozen of 20,000)."""
+    eligible = ~(priority == -np.inf)
+    if among is not None:
+        eligible &= among
+    live = np.flatnonzero(eligible)
+    if limit is not None and len(live) > limit:
+        live = _first(priority, ids, live, limit, seed=seed, rater=rater)
     if not len(live):
         return live
     jitter = tiebreak(ids[live], seed=seed, rater=rater)
     return live[np.lexsort((jitter, -priority[live]))]
+
+
+def _first(priority: np.ndarray, ids: np.ndarray, live: np.ndarray, limit: int, *, seed: int, rater: int) -> np.ndarray:
+    """The ``limit`` items of ``live`` that come first in ``order``, unsorted: those above the limit-th
+    highest priority, and of those equal to it the ones whose tiebreak comes first."""
+    if limit <= 0:
+        return live[:0]
+    values = priority[live]
+    cut = np.partition(values, len(values) - limit)[len(values) - limit]
+    above, tied = live[values > cut], live[values == cut]
+    need = limit - len(above)
+    if len(tied) > need:
+        jitter = tiebreak(ids[tied], seed=seed, rater=rater)
+        tied = tied[np.argpartition(jitter, need - 1)[:need]] if need > 0 else tied[:0]
+    return np.concatenate([above, tied])
 
 
 class AllocationPolicy(ABC):

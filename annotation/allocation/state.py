@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,13 +187,19 @@ class Choice:
     items: list[int] = field(default_factory=list)
     #: The budget is spent: nothing more is handed out.
     spent: bool = False
+    #: The candidates come from a ranking made for an earlier request (``PLAN_SECONDS``), at ``made_at``.
+    reused: bool = False
+    made_at: float = 0.0
     _plan: Plan | None = None
     _arms: Arms | None = None
     _params: Params | None = None
 
-    def record(self, assignment: Assignment, *, tried: list[int], passive: bool) -> None:
-        """Log the item handed out; ``tried``: candidates tried before it that could not be leased;
-        ``passive``: the study's walk found it (the passive share)."""
+    def record(self, assignment: Assignment, *, held: list[int], passive: bool) -> None:
+        """Log the item handed out; ``held``: candidates passed over because another transaction held them;
+        ``passive``: the study's walk found it (the passive share).
+
+        The entry's ``tried`` is every candidate ranked before the item (full since the ranking, or held),
+        which the replay passes over; ``held`` says which of them another transaction held."""
         state: dict[str, Any] = {}
         passive = passive or assignment.item_id not in self.items
         if not passive and self._plan is not None and self._arms is not None:
@@ -219,7 +226,8 @@ class Choice:
                     ]
                     for i in at
                 ],
-                "tried": sorted(set(tried) - {assignment.item_id}),
+                "tried": sorted(upto[:-1]),
+                "held": sorted(set(held) & set(upto[:-1])),
             }
         insert(
             AllocationLog(
@@ -236,33 +244,78 @@ class Choice:
 
 #: How long a process reuses a study's ranking (seconds). Within it every request ranks from the same
 #: snapshot — which its log row records, so the replay still holds — and the leases decide, as always,
-#: who gets an item; a request then costs a lookup instead of reading every item.
+#: who gets an item; a request then costs a lookup instead of reading every item. Once it is older, one
+#: request at a time recomputes it while the others carry on with the one before (no herd of threads all
+#: reading and ranking every item at once); a request waits only when there is none yet.
 PLAN_SECONDS = 1.0
-_plans: dict[int, tuple[float, str, Params, Arms, np.ndarray, Plan]] = {}
 
 
-def _ranking(study: Study, policy: AllocationPolicy, params: Params) -> tuple[Arms, np.ndarray, Plan]:
-    """The study's items, their places taken and the policy's plan, at most ``PLAN_SECONDS`` old."""
-    now = time.monotonic()
-    cached = _plans.get(study.pk)
-    if cached is not None and cached[0] > now and cached[1] == policy.name and cached[2] == params:
-        return cached[3], cached[4], cached[5]
+@dataclass
+class _Ranking:
+    made_at: float
+    policy: str
+    params: Params
+    arms: Arms
+    places: np.ndarray
+    plan: Plan
+
+    def fits(self, policy: AllocationPolicy, params: Params) -> bool:
+        return self.policy == policy.name and self.params == params
+
+
+_plans: dict[int, _Ranking] = {}
+_plans_lock = threading.Lock()
+_computing: dict[int, threading.Lock] = {}
+
+
+def _ranking(
+    study: Study, policy: AllocationPolicy, params: Params, *, newer_than: float | None = None
+) -> tuple[_Ranking, bool]:
+    """The study's items, their places taken and the policy's plan, and whether it was made for an
+    earlier request: at most ``PLAN_SECONDS`` old, or a little older while another thread of the process
+    is making the next one. ``newer_than``: made after that moment (``time.monotonic()``), because the
+    one made then is out of date; threads that ask this at once wait for one of them to make it."""
+    if PLAN_SECONDS <= 0:
+        return _rank(study, policy, params), False
+    with _plans_lock:
+        cached = _plans.get(study.pk)
+        computing = _computing.setdefault(study.pk, threading.Lock())
+    usable = cached is not None and cached.fits(policy, params)
+    if newer_than is None and usable and cached.made_at + PLAN_SECONDS > time.monotonic():
+        return cached, True
+    # Stale: make the next one unless another thread is at it, and use this one meanwhile.
+    if not computing.acquire(blocking=not usable or newer_than is not None):
+        return cached, True
+    try:
+        latest = _plans.get(study.pk)
+        floor = newer_than if newer_than is not None else (cached.made_at if cached is not None else -np.inf)
+        if latest is not None and latest.fits(policy, params) and latest.made_at > floor:
+            return latest, True  # made while this thread waited
+        ranking = _rank(study, policy, params)
+        with _plans_lock:
+            if len(_plans) > 64:
+                old = time.monotonic() - 60 * PLAN_SECONDS
+                for key in [key for key, entry in _plans.items() if entry.made_at <= old]:
+                    del _plans[key]
+            _plans[study.pk] = ranking
+        return ranking, False
+    finally:
+        computing.release()
+
+
+def _rank(study: Study, policy: AllocationPolicy, params: Params) -> _Ranking:
+    made_at = time.monotonic()
     arms, places = study_arms(study, policy)
-    plan = policy.plan(arms, params)
-    if PLAN_SECONDS > 0:
-        if len(_plans) > 64:
-            for key in [key for key, entry in _plans.items() if entry[0] <= now]:
-                del _plans[key]
-        _plans[study.pk] = (now + PLAN_SECONDS, policy.name, params, arms, places, plan)
-    return arms, places, plan
+    return _Ranking(made_at, policy.name, params, arms, places, policy.plan(arms, params))
 
 
 def _places_taken(study: Study) -> int:
     return Item.objects.filter(study=study, is_attention_check=False).aggregate(s=Sum("places_taken"))["s"] or 0
 
 
-def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
-    """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item."""
+def choose(*, enrollment: Enrollment, sequence: int, after: Choice | None = None) -> Choice | None:
+    """None for a study that allocates uniformly; else this rater's ``Choice`` for their ``sequence``-th item
+    (``after``: a choice whose candidates all filled since its ranking was made; this one is ranked later)."""
     study, rater = enrollment.study, enrollment.rater
     policy = study_policy(study)
     if policy is None:
@@ -273,16 +326,20 @@ def choose(*, enrollment: Enrollment, sequence: int) -> Choice | None:
         choice.spent = True
         return choice
     choice.passive = unit_draw(study.seed, "passive", rater.pk, sequence) < params.passive_share
-    arms, places, plan = _ranking(study, policy, params)
-    choice._arms, choice._plan = arms, plan
-    seen = np.fromiter(
-        Assignment.objects.filter(rater=rater, study=study).values_list("item_id", flat=True), dtype=np.int64
-    )
+    ranking, choice.reused = _ranking(study, policy, params, newer_than=after.made_at if after else None)
+    arms, places, plan = ranking.arms, ranking.places, ranking.plan
+    choice._arms, choice._plan, choice.made_at = arms, plan, ranking.made_at
+    with connection.cursor() as cursor:  # every request: written out, the ORM cost more than the read
+        cursor.execute(
+            f"SELECT item_id FROM {table(Assignment)} WHERE rater_id = %s AND study_id = %s",  # noqa: S608
+            [rater.pk, study.pk],
+        )
+        seen = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
     room = ~np.isin(arms.ids, seen)
     if rater.is_human:
         room &= places < study.quota_per_item
-    ranked = order(plan.priority, arms.ids, seed=study.seed, rater=rater.pk)
-    choice.items = [int(arms.ids[i]) for i in ranked[room[ranked]][:CANDIDATES]]
+    ranked = order(plan.priority, arms.ids, seed=study.seed, rater=rater.pk, among=room, limit=CANDIDATES)
+    choice.items = arms.ids[ranked].tolist()
     return choice
 
 

@@ -46,15 +46,17 @@ from .places import (
     take_free_place,
     take_place,
     takes_place,
-    with_free_place,
 )
 
-# Walk steps looked up per query: the first few usually hold an item with room; further on, where
-# the study is fuller, more at a time. Each step costs a permutation in Python and a key in the query.
-# In an order every rater shares, the steps just ahead were mostly taken by the others since the
-# rater's last item, so the first lookup is a full batch.
+# Walk steps looked up per query. The first lookup is a few steps: in a rater's own order they usually
+# hold an item with room. In an order every rater shares, the steps just ahead were mostly taken by the
+# others since the rater's last item, so it is a longer stretch. Each lookup that finds nothing looks
+# ``WALK_GROWTH`` times further, up to ``WALK_BATCH_CAP`` steps, so a rater who joins late, behind
+# thousands of full items, reaches the first free one in a handful of lookups, not one per 64 steps.
 FIRST_WALK_BATCH = 16
-WALK_BATCH = 64
+FIRST_SHARED_WALK_BATCH = 128
+WALK_GROWTH = 4
+WALK_BATCH_CAP = 16_384
 # Items with room (or with an expired lease) read at once once the walk is over.
 AFTER_WALK_BATCH = 200
 
@@ -117,10 +119,6 @@ def _lease_if_room(
     the transaction ends), so a request never waits for one item while holding
     another that a second request, waiting the other way round, needs.
     """
-    if not wait and rater_takes_place(rater):
-        item = take_free_place([item_id], study.quota_per_item)
-        if item is not None:
-            return _create(study, rater, item, sequence, now, shown_at=shown_at), False
     savepoint = transaction.savepoint_create()
     item = lock_item(item_id, wait=wait)
     if item is not None and (not rater_takes_place(rater) or take_place(item, study.quota_per_item, now)):
@@ -143,12 +141,13 @@ def _lease_first(
     """Lease the first of the candidates (item id, whether it had a free place when looked up), in the
     order given, that can be taken now; those another request holds go on ``passed_over``.
 
-    Raters who share an order look up the same next items at the same moment.
-    A run of candidates with a free place goes to ``take_free_place`` in one
-    statement, which takes the first one that no other transaction is taking,
-    instead of trying each in turn. Candidates whose only room is an expired
-    lease, a preview's (which takes no place) and every candidate on a database
-    without row locks go one at a time, in their turn.
+    Every path of the hand-out (the walk, behind the walk, a policy's
+    candidates) takes its place here. A run of candidates with a free place
+    goes to ``take_free_place`` in one statement, which takes the first one
+    that no other transaction is taking and names those it passed over.
+    Candidates whose only room is an expired lease, a preview's (which takes
+    no place) and every candidate on a database without row locks go one at a
+    time, in their turn.
     """
     together = rater_takes_place(rater) and skips_held_rows()
     at = 0
@@ -158,13 +157,10 @@ def _lease_first(
             end = at
             while end < len(candidates) and candidates[end][1]:
                 end += 1
-            run = [item_id for item_id, _free in candidates[at:end]]
-            item = take_free_place(run, study.quota_per_item)
+            item, held = take_free_place([item_id for item_id, _free in candidates[at:end]], study.quota_per_item)
+            passed_over.extend(held)
             if item is not None:
                 return _create(study, rater, item, sequence, now, shown_at=shown_at)
-            # None taken: each was filled since the lookup or is held by a request still at work.
-            held = with_free_place(run, study.quota_per_item)
-            passed_over.extend(item_id for item_id in run if item_id in held)
             at = end
             continue
         found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
@@ -268,15 +264,24 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
     if choice is not None and choice.spent:
         return NextItem(None, "exhausted")
     passed_over: list[int] = []
-    tried: list[int] = []
     assignment = None
     if choice is None or choice.passive:
         assignment = _walk(enrollment, sequence, now, passed_over, shown_at)
         if assignment is None:
             assignment = _after_walk(enrollment, sequence, now, passed_over, shown_at)
     walked_to = assignment
+    held: list[int] = []
     if assignment is None and choice is not None:
-        assignment = _first_free(enrollment, choice.items, sequence, now, passed_over, tried, shown_at)
+        # A policy's candidates, best first: the snapshot they were ranked from said they had room.
+        skipped = set(passed_over)
+        wanted = [(item_id, True) for item_id in choice.items if item_id not in skipped]
+        assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
+        if assignment is None and not held and choice.reused:
+            # Every candidate filled since the reused ranking was made: rank again from the items as they are.
+            choice = allocation_choose(enrollment=enrollment, sequence=sequence, after=choice)
+            wanted = [(item_id, True) for item_id in choice.items if item_id not in skipped]
+            assignment = _lease_first(study, rater, wanted, sequence, now, held, shown_at)
+        passed_over += held
     if assignment is None and passed_over and not wait:
         return NextItem(None, "busy")
     if assignment is None:
@@ -288,7 +293,7 @@ def _next_assignment(enrollment: Enrollment, now: datetime, *, wait: bool, shown
                 break
     if assignment is not None:
         if choice is not None:
-            choice.record(assignment, tried=tried + passed_over, passive=assignment is walked_to)
+            choice.record(assignment, held=held, passive=assignment is walked_to)
         return NextItem(assignment)
     if rater_takes_place(rater) and _may_free_up(study, rater, now):
         # Not finished: squatters' leases run out, and the rater must be there to take the items.
@@ -332,15 +337,17 @@ def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) ->
     the query than the database took to answer it.
     """
     item, assignment, rater_table = (m._meta.db_table for m in (Item, Assignment, Rater))
-    marks = ", ".join(["%s"] * len(positions))
     takes = rater_takes_place(rater)
+    if connection.vendor == "postgresql":  # one array parameter, however long the stretch
+        among, given = "= ANY(%s::integer[])", [positions]
+    else:
+        among, given = f"IN ({', '.join(['%s'] * len(positions))})", positions
     sql = (
         f"SELECT i.id, i.position, {'i.places_taken < %s' if takes else '%s'} FROM {item} i"  # noqa: S608
-        " WHERE i.study_id = %s AND i.is_attention_check = %s"
-        f" AND i.position IN ({marks})"
+        f" WHERE i.study_id = %s AND i.is_attention_check = %s AND i.position {among}"
         f" AND NOT EXISTS (SELECT 1 FROM {assignment} m WHERE m.rater_id = %s AND m.item_id = i.id)"
     )
-    params: list = [study.quota_per_item if takes else True, study.pk, False, *positions, rater.pk]
+    params: list = [study.quota_per_item if takes else True, study.pk, False, *given, rater.pk]
     if takes:
         kinds = ", ".join(["%s"] * len(HUMAN_KINDS))
         sql += (
@@ -362,7 +369,8 @@ def _open_at(study: Study, rater: Rater, now: datetime, positions: list[int]) ->
 def _walk(
     enrollment: Enrollment, sequence: int, now: datetime, passed_over: list[int], shown_at: datetime | None
 ) -> Assignment | None:
-    """Lease the first open item on the rest of the rater's walk, a batch of positions per query."""
+    """Lease the first open item on the rest of the rater's walk, a stretch of positions per query, each
+    stretch ``WALK_GROWTH`` times the last one that found nothing."""
     study, rater = enrollment.study, enrollment.rater
     if enrollment.walk_span == 0:
         last = (
@@ -378,11 +386,11 @@ def _walk(
     walk = ItemWalk(study=study, rater_id=rater.pk, span=enrollment.walk_span)
     start = step = enrollment.walked
     found = None
-    size = WALK_BATCH if walk.shared else FIRST_WALK_BATCH
+    size = FIRST_SHARED_WALK_BATCH if walk.shared else FIRST_WALK_BATCH
     while found is None and step < walk.steps:
         batch = walk.positions(step, size)
         step = min(step + size, walk.steps)
-        size = WALK_BATCH
+        size = min(size * WALK_GROWTH, WALK_BATCH_CAP)
         if not batch:
             continue
         step_at = {position: s for s, position in batch}
@@ -430,27 +438,6 @@ def _after_walk(
     skipped = set(passed_over)
     candidates = [candidate for candidate in candidates if candidate[0] not in skipped]
     return _lease_first(study, rater, candidates, sequence, now, passed_over, shown_at)
-
-
-def _first_free(
-    enrollment: Enrollment,
-    item_ids: list[int],
-    sequence: int,
-    now: datetime,
-    passed_over: list[int],
-    tried: list[int],
-    shown_at: datetime | None,
-) -> Assignment | None:
-    """Lease the first of these items (an adaptive policy's candidates, best first) that has room now."""
-    study, rater = enrollment.study, enrollment.rater
-    for item_id in item_ids:
-        if item_id in passed_over:
-            continue
-        assignment, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
-        if assignment is not None:
-            return assignment
-        (passed_over if busy else tried).append(item_id)
-    return None
 
 
 def _may_free_up(study: Study, rater: Rater, now: datetime) -> bool:

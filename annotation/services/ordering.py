@@ -3,6 +3,8 @@
 import hashlib
 import random
 
+import numpy as np
+
 from ..models import Study
 
 _MASK64 = (1 << 64) - 1
@@ -73,9 +75,30 @@ class ItemWalk:
         return (left << self._half) | right
 
     def positions(self, start: int, count: int) -> list[tuple[int, int]]:
-        """(step, position) for the steps ``start .. start + count - 1`` that land on a position."""
+        """(step, position) for the steps ``start .. start + count - 1`` that land on a position:
+        ``position_at`` on an array, so a long stretch of the walk costs array operations, not a loop."""
         stop = min(start + count, self.steps)
-        return [(step, pos) for step in range(start, stop) if (pos := self.position_at(step)) < self.span]
+        if stop <= start:
+            return []
+        steps = np.arange(start, stop, dtype=np.uint64)
+        if not self._keys:
+            return list(zip(range(start, stop), range(start, stop), strict=True))
+        half, mask = np.uint64(self._half), np.uint64((1 << self._half) - 1)
+        left, right = steps >> half, steps & mask
+        with np.errstate(over="ignore"):
+            for key in self._keys:
+                left, right = right, left ^ (_mix_array(right, key) & mask)
+        found = (left << half) | right
+        inside = found < np.uint64(self.span)
+        return list(zip(steps[inside].tolist(), found[inside].tolist(), strict=True))
+
+
+def _mix_array(value: np.ndarray, key: int) -> np.ndarray:
+    """``_mix`` on an array of uint64 (its products wrap modulo 2**64, as ``_mix`` masks them)."""
+    x = (value ^ np.uint64(key)) * np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def candidate_rng(*, study: Study, rater_id: int, item_id: int, trial: int = 0) -> random.Random:

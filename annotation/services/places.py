@@ -18,7 +18,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce
 
 from ..models import HUMAN_KINDS, Assignment, Item, Rater, Study
-from ..plainsql import fetch, shape, table
+from ..plainsql import shape, table
 
 
 def takes_place(path: str = "rater") -> Q:
@@ -102,43 +102,43 @@ def skips_held_rows() -> bool:
     return connection.vendor == "postgresql"
 
 
-def take_free_place(item_ids: list[int], quota: int) -> Item | None:
+def take_free_place(item_ids: list[int], quota: int) -> tuple[Item | None, list[int]]:
     """Take a place in the first of these items (in the order given) that has room and that no other
-    transaction holds now: the item, locked, its place taken; one statement.
+    transaction holds now, in one statement: (the item, locked, its place taken; the items before it that
+    had room but another transaction held). The one rule every path of the hand-out takes a place by.
 
     Raters who share an order all want the same next item; each takes the first
     one nobody is taking at this moment rather than queue behind the one who is
     (``FOR UPDATE SKIP LOCKED``). PostgreSQL re-reads a row another transaction
     changed since the statement began, so an item filled meanwhile is passed over
-    too. None when every one is held or full (an expired lease may still hold a
-    place: that is ``lock_item`` and ``take_place``'s to find out); then nothing
-    is locked. PostgreSQL only: elsewhere (SQLite, whose writers are serialised
-    anyway) it always answers None.
+    too. (None, held) when every one is held or full (an expired lease may still
+    hold a place: that is ``lock_item`` and ``take_place``'s to find out); then
+    nothing is locked. The held are those the statement's snapshot shows with
+    room: a transaction still at work holds them, and may end without filling
+    them. PostgreSQL only: elsewhere (SQLite, whose writers are serialised
+    anyway) it always answers (None, []).
     """
     if not skips_held_rows() or not item_ids:
-        return None
-    i = shape(Item, "i")
-    # The inner SELECT locks the first row nobody holds that has room (by its place in the list);
+        return None, []
+    items, i, taken = table(Item), shape(Item, "i"), shape(Item, "taken")
+    # The ids' order is their ordinality in the array (a join, not array_position per row, which would
+    # make a long list quadratic). The inner SELECT locks the first row nobody holds that has room;
     # nothing can change it between there and the UPDATE, which therefore always takes the place.
-    found = fetch(
-        f"UPDATE {table(Item)} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("  # noqa: S608 - fixed text
-        f"SELECT id FROM {table(Item)} WHERE id = ANY(%s::bigint[]) AND places_taken < %s"
-        f" ORDER BY array_position(%s::bigint[], id) LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING {i.select}",
-        [item_ids, quota, item_ids],
-        i,
-    )
-    return None if found is None else found[0]
-
-
-def with_free_place(item_ids: list[int], quota: int) -> set[int]:
-    """Which of these items have room as far as committed work says (nothing locked, nothing waited for).
-
-    Asked after ``take_free_place`` took none of them: those that still show room
-    are held by a transaction still at work, which may end without filling them.
-    """
-    if not item_ids:
-        return set()
-    return set(Item.objects.filter(pk__in=item_ids, places_taken__lt=quota).values_list("pk", flat=True))
+    # The ARRAY reads the same snapshot: the ids before the one taken that had room when the statement
+    # began, and so were passed over because another transaction held them.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH wanted AS (SELECT id, at FROM unnest(%s::bigint[]) WITH ORDINALITY AS w(id, at)),"  # noqa: S608
+            f" taken AS (UPDATE {items} AS i SET places_taken = i.places_taken + 1 WHERE i.id = ("
+            f"SELECT x.id FROM wanted JOIN {items} x ON x.id = wanted.id WHERE x.places_taken < %s"
+            f" ORDER BY wanted.at LIMIT 1 FOR UPDATE OF x SKIP LOCKED) RETURNING {i.select})"
+            f" SELECT {taken.select}, ARRAY(SELECT x.id FROM wanted JOIN {items} x ON x.id = wanted.id"
+            f" WHERE x.places_taken < %s AND wanted.at < COALESCE((SELECT w.at FROM wanted w JOIN taken"
+            f" ON taken.id = w.id), 9223372036854775807) ORDER BY wanted.at) FROM (SELECT 1) AS one LEFT JOIN taken ON TRUE",
+            [item_ids, quota, quota],
+        )
+        row = cursor.fetchone()
+    return (None if row[0] is None else taken.build(row)), list(row[-1])
 
 
 def places_recount(*, study: Study, fix: bool = False) -> dict[int, tuple[int, int]]:

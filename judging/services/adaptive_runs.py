@@ -65,8 +65,9 @@ def run_next_wave(run: JudgeRun) -> int:
                 arms.total_sq[i] += reward * reward
         policy.add_columns(study, arms)
         plan = policy.plan(arms, study_params(study))
-        ranked = order(plan.priority, ids, seed=study.seed, rater=run.judge.rater_id)
-        wanted = [int(ids[i]) for i in ranked if trials[int(ids[i])] < run.trials][:WAVE]
+        left = np.fromiter((trials[item_id] < run.trials for item_id in ids.tolist()), dtype=bool, count=len(ids))
+        ranked = order(plan.priority, ids, seed=study.seed, rater=run.judge.rater_id, among=left, limit=WAVE)
+        wanted = ids[ranked].tolist()
         orders = (False, True) if run.both_orders else (False,)
         made = JudgeUnit.objects.bulk_create(
             [

@@ -154,3 +154,59 @@ class TestAttentionChecks:
         e.refresh_from_db()
         assert not e.excluded
         assert Judgment.objects.get(item=check.item).attention_passed is True
+
+
+class TestTheWalk:
+    """How a rater finds the next item on their walk: a stretch of positions per lookup, each stretch
+    longer than the last that found nothing."""
+
+    @pytest.mark.parametrize("order", ["as_listed", "shared_random", "random_per_rater"])
+    def test_a_late_joiner_past_2000_full_items_takes_their_place_in_a_few_lookups(self, make_study, order):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from annotation.models import Item
+        from annotation.services.ordering import ItemWalk
+
+        study = make_study(n_items=2_500, quota_per_item=1, item_order=order)
+        late = enroll_crowdworker(study=study, participant_id="late")
+        walk = ItemWalk(study=study, rater_id=late.rater_id, span=2_500)
+        # Everyone before them filled the first 2,000 items of the late joiner's walk.
+        full = [position for _step, position in walk.positions(0, walk.steps)][:2_000]
+        Item.objects.filter(study=study, position__in=full).update(places_taken=1)
+        with CaptureQueriesContext(connection) as captured:
+            nxt = next_assignment(enrollment=late)
+        lookups = [q["sql"] for q in captured.captured_queries if "i.position" in q["sql"]]
+        assert nxt.assignment.item.position == [position for _step, position in walk.positions(0, walk.steps)][2_000]
+        assert len(lookups) <= 5, len(lookups)
+
+    def test_a_walk_in_long_stretches_gives_the_same_items_as_a_walk_one_step_at_a_time(self, make_study, monkeypatch):
+        import random
+
+        from django.db import transaction
+
+        from annotation.models import Item
+        from annotation.services import assignment as hand_out
+
+        # An order every rater shares: the two walks below are two raters' (the first is rolled back).
+        study = make_study(n_items=300, quota_per_item=2, item_order="shared_random")
+        rng = random.Random(26)
+        items = list(study.items.order_by("position"))
+        Item.objects.filter(pk__in=[item.pk for item in rng.sample(items, 150)]).update(places_taken=2)
+
+        def walk_through() -> list[int]:
+            met = []
+            with transaction.atomic():
+                rater = enroll_crowdworker(study=study, participant_id="walker")
+                while (nxt := next_assignment(enrollment=rater)).assignment:
+                    met.append(nxt.assignment.item_id)
+                    judgment_submit(assignment=nxt.assignment, rater=rater.rater, value={"rating": 1})
+                transaction.set_rollback(True)
+            return met
+
+        in_stretches = walk_through()
+        for name in ("FIRST_WALK_BATCH", "FIRST_SHARED_WALK_BATCH", "WALK_GROWTH"):
+            monkeypatch.setattr(hand_out, name, 1)
+        step_by_step = walk_through()
+        assert len(in_stretches) == 150
+        assert in_stretches == step_by_step

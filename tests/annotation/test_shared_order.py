@@ -140,3 +140,39 @@ def test_an_item_being_taken_is_passed_over_and_found_again_when_that_request_gi
         nxt = next_assignment(enrollment=first)
     assert met == [items[2].pk, items[3].pk, items[0].pk]
     assert nxt.reason == "exhausted"
+
+
+def test_an_adaptive_take_of_a_held_candidate_moves_on_in_one_statement(researcher, monkeypatch):
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.allocation import state as allocation_state
+    from annotation.models import AllocationLog, Item
+    from annotation.services.assignment import next_assignment
+    from annotation.services.enrollment import enroll_crowdworker
+    from tests.conftest import build_study
+
+    monkeypatch.setattr(allocation_state, "PLAN_SECONDS", 0)
+    study = build_study(
+        researcher, n_items=30, quota_per_item=1, allocation_policy="top_k", allocation_passive_share=0.0
+    )
+    rater = enroll_crowdworker(study=study, participant_id="rater")
+    best, second = allocation_state.choose(enrollment=rater, sequence=0).items[:2]
+
+    def ask():
+        with CaptureQueriesContext(connection) as captured:
+            nxt = next_assignment(enrollment=rater)
+        return nxt, [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
+
+    asking = Interleave(ask)
+    with transaction.atomic():
+        # Another request is taking the policy's best candidate right now.
+        Item.objects.select_for_update().get(pk=best)
+        asking.until_blocked_or_done()
+        assert not asking.thread.is_alive(), "the rater waited for the candidate another request holds"
+        transaction.set_rollback(True)
+    nxt, takes = asking.join()
+    assert nxt.assignment.item_id == second
+    assert len(takes) == 1, takes
+    entry = AllocationLog.objects.get(assignment=nxt.assignment)
+    assert entry.state["held"] == [best] and entry.state["tried"] == [best]
