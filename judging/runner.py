@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from annotation.jobs import lease_seconds
 
-from .limits import renew_held_slots
 from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
+from .shared_limits import renew_held_slots
 from .webhooks import run_ended
 
 logger = logging.getLogger(__name__)

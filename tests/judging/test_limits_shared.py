@@ -11,7 +11,8 @@ import uuid
 
 import pytest
 
-from judging.limits import LocalLimits, SharedLimits, call_limits, renew_held_slots
+from judging.limits import LocalLimits, call_limits
+from judging.shared_limits import SharedLimits, renew_held_slots
 
 
 @pytest.fixture
