@@ -108,8 +108,9 @@ return renewed
 """
 )
 
-# The slots this process holds in Redis, by SharedLimits (in calls, or spare): what renew_held_slots renews.
-_held: dict["SharedLimits", set[str]] = {}
+# The slots this process holds in Redis, by SharedLimits (in calls, or spare), each with when its lease was
+# last set (time.monotonic): what renew_held_slots renews.
+_held: dict["SharedLimits", dict[str, float]] = {}
 _held_lock = threading.Lock()
 
 
@@ -227,7 +228,7 @@ class SharedLimits:
         if spare is not None and self._gate is not None and self._gate.over_width:
             self.give_back([spare])  # the width was cut: this place stays free
             spare = None
-        if spare is not None and not self._interval_us:
+        if spare is not None and not self._interval_us and self._lease_is_fresh(spare):
             return Slot(0.0, self._now(), partial(_spares.keep, self, spare))
         if spare is None and self._gate is not None and not self._gate.take_place(should_stop=should_stop):
             return None
@@ -242,13 +243,12 @@ class SharedLimits:
                 if spare is not None:  # its lease runs out on its own; its place here goes to this call
                     self._forget([spare], places=False)
                 return self._degrade(exc, should_stop)
-            with _held_lock:
-                tokens = _held.setdefault(self, set())
-                if spare is not None:
-                    tokens.discard(spare)
-                if got:
-                    tokens.add(token)
-            spare = None
+            if spare is not None:
+                self._forget([spare], places=False)  # its place went to this call, or back to Redis
+                spare = None
+            if got:
+                with _held_lock:
+                    _held.setdefault(self, {})[token] = time.monotonic()
             if got:
                 return Slot(micros / 1e6, at / 1e6, partial(_spares.keep, self, token))
             if should_stop():
@@ -274,6 +274,13 @@ class SharedLimits:
             return self._degrade(exc, should_stop)
         return Slot(micros / 1e6, at / 1e6)
 
+    def _lease_is_fresh(self, token: str) -> bool:
+        """The token's lease was set within half a lease: a call may take it over as it is. (Outside a run's
+        heartbeat, nothing renews a place handed from call to call; an older one is taken anew.)"""
+        with _held_lock:
+            leased = _held.get(self, {}).get(token, 0.0)
+        return time.monotonic() - leased < self._lease_us / 2e6
+
     def _now_arg(self) -> str:
         return "" if self._clock is None else str(round(self._clock() * 1e6))
 
@@ -286,10 +293,17 @@ class SharedLimits:
     def renew(self, tokens: list[str]) -> int:
         """Push the leases of ``tokens`` (slots this process holds) a lease further; how many were renewed."""
         try:
-            return int(self._renew(keys=[self._keys[0]], args=[self._lease_us, self._now_arg(), *tokens]))
+            renewed = int(self._renew(keys=[self._keys[0]], args=[self._lease_us, self._now_arg(), *tokens]))
         except self._errors as exc:  # they run out on their own; the call goes on
             logger.warning("could not renew %d call slots (%s)", len(tokens), exc)
             return 0
+        now = time.monotonic()
+        with _held_lock:
+            held = _held.get(self, {})
+            for token in tokens:
+                if token in held:
+                    held[token] = now
+        return renewed
 
     def give_back(self, tokens: list[str]) -> None:
         """Give places this process holds back to Redis now (waking as many waiters)."""
@@ -309,7 +323,8 @@ class SharedLimits:
         with _held_lock:
             held = _held.get(self)
             if held is not None:
-                held.difference_update(tokens)
+                for token in tokens:
+                    held.pop(token, None)
                 if not held:
                     del _held[self]
         if places and self._gate is not None:

@@ -211,6 +211,16 @@ class TestAPlaceHandedToTheNextCall:
         assert redis_client.zcard(f"{{{judge_key}}}:places") == 1
         limits.close()
 
+    def test_a_place_whose_lease_is_half_gone_is_taken_anew(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2, lease_seconds=0.06)
+        counted = CountingScripts(limits)
+        limits.hold().release()
+        time.sleep(0.04)  # no heartbeat renewed it
+        limits.hold().release()
+        assert counted.takes == 2
+        assert redis_client.zcard(f"{{{judge_key}}}:places") <= 1
+        limits.close()
+
     def test_a_place_no_call_takes_goes_back_to_redis(self, redis_client, judge_key):
         limits = shared(redis_client, judge_key, concurrency=2)
         limits.hold().release()
