@@ -121,3 +121,20 @@ class TestARunAndItsShare:
         assert runs_ended == [run.pk]
         assert Judgment.objects.filter(rater=judge.rater).count() == 20
         assert not JudgeUnit.objects.filter(pk__in=[u.pk for u in killed]).exclude(status="done").exists()
+
+    def test_the_run_ends_a_moment_after_its_shares_last_unit(self, make_study, make_llm_judge):
+        run = run_create(study=make_study(n_items=6), judge=make_llm_judge("ok"), enqueue=False)
+        held = claim_units(JudgeUnit, run_id=run.pk, token="live-share", limit=2, lease=60)
+        lead = threading.Thread(target=lambda: (process_run(run_id=run.pk), connection.close()))
+        lead.start()
+        give_up = time.monotonic() + 30
+        while JudgeUnit.objects.filter(run=run, status="pending").exists() and time.monotonic() < give_up:
+            time.sleep(0.02)
+        time.sleep(0.5)  # the run's task waits for the share now
+        JudgeUnit.objects.filter(pk__in=[u.pk for u in held]).update(status="failed", claimed_until=None)
+        done_at = time.monotonic()
+        lead.join(timeout=30)
+        ended_after = time.monotonic() - done_at
+        run.refresh_from_db()
+        assert run.status == "done"
+        assert ended_after < 1.0  # it looked again within a moment, not a heartbeat (2 s) later
