@@ -21,7 +21,7 @@ from django.utils import timezone
 from annotation.allocation import UNIFORM
 from annotation.allocation.state import policy_problem
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
-from annotation.jobs import Claim, job_drive
+from annotation.jobs import Claim, Recovered, job_drive
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
 from annotation.plainsql import insert_select
 from annotation.services.assignment import assignment_for_judge
@@ -307,16 +307,19 @@ JUDGE_RUNS = job_kind_register(
 )
 
 
-# Not registered for recovery: a run's recovery re-queues its one task, which queues its shares again.
-JUDGE_RUN_SHARES = JobKind(
-    name="judge run shares",
-    model=JudgeRun,
-    what="The judge run",
-    claim=_share_claim,
-    fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
-    recover=judge_runs_recover,
-    driven=True,
-    outcome=JUDGE_RUNS.outcome,
+# Registered with nothing of its own to recover: a run's recovery (JUDGE_RUNS) re-queues its one task, which
+# queues its shares again.
+JUDGE_RUN_SHARES = job_kind_register(
+    JobKind(
+        name="judge run shares",
+        model=JudgeRun,
+        what="The judge run",
+        claim=_share_claim,
+        fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
+        recover=Recovered,
+        driven=True,
+        outcome=JUDGE_RUNS.outcome,
+    )
 )
 
 
