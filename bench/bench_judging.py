@@ -1,7 +1,7 @@
 """Judge-run throughput against a local endpoint with a fixed artificial latency.
 
     .venv/bin/python bench/bench_judging.py [--latency-ms 200] [--concurrency 1 4 16 64] [--seconds 4 | --items 2000]
-        [--redis-url URL] [--worker BROKER_URL]
+        [--redis-url URL] [--worker BROKER_URL [--worker-processes N]] [--repeat N]
 
 An OpenAI-compatible fake server on loopback (``judging.testing.fault_server``,
 in a process of its own so its threads do not compete with the run's for the
@@ -28,15 +28,24 @@ every worker), to show what the shared limits cost.
 (solo pool, its own process, PostgreSQL and this Redis broker), timed from the
 run's start to its end as the worker recorded them; its "of bare" column is the
 ratio to the bare client measured at the same level in the same run.
+``--worker-processes N`` makes that worker a prefork pool of N processes (a run
+of 48 or more calls in flight is shared over them, ``judging.services.runs``),
+and adds the reference "bare ×N": the bare client in N processes at once, each
+with its part of the concurrency (the machine's ceiling for N processes).
+
+``--repeat N`` measures every level N times (each row printed) and ends with
+the median of each row's ratio to the bare client of its own repetition.
 """
 
 import argparse
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +101,7 @@ def bench(
     study_set_state(study=study, state="open")
     judge = judge_create(
         owner=owner,
-        name=f"bench judge c{concurrency} {limits}".strip(),
+        name=f"bench judge c{concurrency} {limits} {time.time_ns()}",
         base_url=server.url(f"slow:{latency_ms}"),
         model="fake",
         concurrency=concurrency,
@@ -109,6 +118,8 @@ def bench(
         # From the worker's start on the run to its end: the worker's own clock, without the broker's delivery.
         wall = (run.finished_at - run.started_at).total_seconds()
     progress = run_progress(run=run)
+    # How the units were shared between the processes that drove the run.
+    drivers = Counter(run.units.values_list("claimed_by", flat=True))
     latency = latency_ms / 1000
     ideal = math.ceil(n_items / concurrency) * latency
     return {
@@ -120,6 +131,7 @@ def bench(
         "rate": progress.calls / wall,
         "capacity": concurrency / latency,
         "overhead_ms": max(0.0, wall - ideal) / n_items * 1000,
+        "drivers": "+".join(str(n) for n in sorted(drivers.values(), reverse=True)),
     }
 
 
@@ -127,7 +139,7 @@ class WorkerProcess:
     """A real Celery worker (``judging.testing.services.CeleryWorker``, solo pool) on this benchmark's database
     and a Redis broker; ``run(run)`` sends the run's task and waits for the run to end."""
 
-    def __init__(self, broker_url: str, workdir: Path) -> None:
+    def __init__(self, broker_url: str, workdir: Path, processes: int = 1) -> None:
         from django.db import connection
 
         from judging.testing.services import CeleryWorker
@@ -138,7 +150,10 @@ class WorkerProcess:
         env = dict(os.environ)
         env.update(CELERY_BROKER_URL=broker_url, LOG_LEVEL="WARNING")
         self.broker_url = broker_url
-        self.worker = CeleryWorker(env=env, log=workdir / "worker.log", name="bench")
+        options = CeleryWorker.BARE
+        if processes > 1:
+            options = (f"--concurrency={processes}", *CeleryWorker.BARE[1:])
+        self.worker = CeleryWorker(env=env, log=workdir / "worker.log", name="bench", options=options)
 
     def run(self, run):
         from celery import Celery
@@ -183,6 +198,34 @@ def bare_client(concurrency: int, latency_ms: int, n_calls: int, server) -> floa
         backend.close()
 
 
+def bare_client_processes(concurrency: int, latency_ms: int, n_calls: int, server, processes: int) -> float:
+    """The bare client in ``processes`` forked processes at once, each with its part of the concurrency and
+    of the calls: what a worker of that many processes could reach with no run around it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    ready, results = context.Barrier(processes + 1), context.Queue()
+
+    def one(share: int, calls: int) -> None:
+        ready.wait()
+        started = time.perf_counter()
+        bare_client(share, latency_ms, calls, server)
+        results.put((started, time.perf_counter()))
+
+    workers = [
+        context.Process(target=one, args=(max(1, concurrency // processes), n_calls // processes))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    ready.wait()
+    spans = [results.get(timeout=600) for _ in workers]
+    for worker in workers:
+        worker.join()
+    wall = max(end for _, end in spans) - min(start for start, _ in spans)
+    return (n_calls // processes) * processes / wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=int, default=200)
@@ -195,6 +238,10 @@ def main() -> None:
         metavar="BROKER_URL",
         help="Also run each level through a real Celery worker on this Redis broker (needs PostgreSQL).",
     )
+    parser.add_argument(
+        "--worker-processes", type=int, default=1, help="The worker's prefork processes (default: one, solo pool)."
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="Measure each level this many times; print medians.")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="fb-bench-") as tmp:
@@ -218,28 +265,53 @@ def main() -> None:
             caches["redis"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": args.redis_url}
         elif "redis" in settings.CACHES["default"]["BACKEND"]:
             caches = {"redis": settings.CACHES["default"]}
-        worker = WorkerProcess(args.worker, Path(tmp)) if args.worker else None
+        worker = WorkerProcess(args.worker, Path(tmp), args.worker_processes) if args.worker else None
+        ratios: dict[tuple[str, int], list[float]] = {}
+
+        def show(row: dict, bare: float, reference: str = "") -> None:
+            _print_row(row, bare, reference)
+            ratios.setdefault((row["limits"] + reference, row["concurrency"]), []).append(row["rate"] / bare)
+
         try:
-            for concurrency in args.concurrency:
-                for limits, cache in caches.items():
-                    with override_settings(CACHES={"default": cache}):
-                        row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits, args.items)
-                    bare = bare_client(concurrency, args.latency_ms, row["calls"], server)
-                    _print_row(row, bare)
-                if worker is not None:
-                    row = bench(concurrency, args.latency_ms, args.seconds, server, owner, "worker", args.items, worker)
-                    _print_row(row, bare)
+            for _ in range(args.repeat):
+                for concurrency in args.concurrency:
+                    for limits, cache in caches.items():
+                        with override_settings(CACHES={"default": cache}):
+                            row = bench(concurrency, args.latency_ms, args.seconds, server, owner, limits, args.items)
+                        bare = bare_client(concurrency, args.latency_ms, row["calls"], server)
+                        show(row, bare)
+                    if worker is not None:
+                        row = bench(
+                            concurrency, args.latency_ms, args.seconds, server, owner, "worker", args.items, worker
+                        )
+                        show(row, bare)
+                        if args.worker_processes > 1:
+                            processes = args.worker_processes
+                            bare_n = bare_client_processes(
+                                concurrency, args.latency_ms, row["calls"], server, processes
+                            )
+                            show(row, bare_n, f" bare x{processes}")
+            if args.repeat > 1:
+                print(f"median over {args.repeat} repetitions of the rate as a share of the bare client:")
+                for (limits, concurrency), shares in ratios.items():
+                    print(f"{limits:>17} {concurrency:>11} {statistics.median(shares):>7.1%}  ({_spread(shares)})")
         finally:
             server.stop()
             if worker is not None:
                 worker.stop()
 
 
-def _print_row(row: dict, bare: float) -> None:
+def _spread(shares: list[float]) -> str:
+    return " ".join(f"{share:.1%}" for share in shares)
+
+
+def _print_row(row: dict, bare: float, reference: str = "") -> None:
     print(
         f"{row['limits']:>7} {row['concurrency']:>11} {row['judgments']:>9} {row['wall_s']:>7.2f} "
         f"{row['rate']:>8.1f} {row['capacity']:>10.1f} {row['rate'] / row['capacity']:>8.1%} "
         f"{row['overhead_ms']:>21.2f} {bare:>13.1f} {row['rate'] / bare:>7.1%}"
+        f"  load {os.getloadavg()[0]:.1f}  units {row['drivers']}{reference}",
+        flush=True,
     )
 
 

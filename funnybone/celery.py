@@ -1,7 +1,7 @@
 import os
 
 import redis
-from celery import Celery
+from celery import Celery, signals
 from kombu.transport import TRANSPORT_ALIASES
 from kombu.transport import redis as kombu_redis
 
@@ -53,3 +53,12 @@ for _scheme in ("redis", "rediss"):
 app = Celery("funnybone")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+def _tell_tasks_the_pool_size(sender, **kwargs) -> None:
+    """How many processes this worker runs tasks in, for its tasks to read (``FUNNYBONE_WORKER_PROCESSES``,
+    inherited by the prefork children): a wide judge run shares itself over them (judging.services.runs)."""
+    prefork = "prefork" in str(getattr(sender, "pool_cls", ""))
+    processes = sender.concurrency if isinstance(sender.concurrency, int) else os.cpu_count() or 1
+    os.environ["FUNNYBONE_WORKER_PROCESSES"] = str(processes if prefork else 1)

@@ -8,18 +8,17 @@ holds a :class:`Slot` from :func:`call_limits`: a place among the judge's
 after the previous call's.
 
 With Django's cache on Redis (``REDIS_URL``) the limits live in Redis and hold
-across processes and machines (:class:`SharedLimits`); otherwise they hold per
-worker process (:class:`LocalLimits`), which is right for one worker. Should
-Redis fail mid-run, calls fall back to the per-process limits rather than fail.
+across processes and machines (``judging.shared_limits.SharedLimits``); otherwise
+they hold per worker process (:class:`LocalLimits`), which is right for one
+worker. Should Redis fail mid-run, calls fall back to the per-process limits
+rather than fail.
 """
 
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 from django.core.cache import caches
@@ -66,6 +65,10 @@ class Limits(Protocol):
         the place count adapts to it (``judging.concurrency``) when the endpoint did not say its own."""
         ...
 
+    def close(self) -> None:
+        """The run is over: give back what is kept for a next call."""
+        ...
+
 
 class RateLimiter:
     """Spaces calls at least 60/per_minute seconds apart, across threads of one process. 0 = no limit."""
@@ -97,6 +100,9 @@ class RateLimiter:
     def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
 
 class LocalLimits:
     """The limits of one judge within this process: places counted under a lock, and a :class:`RateLimiter`.
@@ -121,218 +127,36 @@ class LocalLimits:
     def hold(self, *, should_stop: Callable[[], bool] = _never) -> Slot | None:
         if self.concurrency <= 0:
             return self.rate.hold()
+        if not self.take_place(should_stop=should_stop):
+            return None
+        wait, at = self.rate.reserve()
+        return Slot(wait, at, self.give_place)
+
+    def take_place(self, *, should_stop: Callable[[], bool] = _never) -> bool:
+        """Wait for one of this process's ``width.limit`` places; False when ``should_stop`` turned true first."""
         with self._freed:
             while self._in_flight >= self.width.limit:
                 self._freed.wait(timeout=POLL_SECONDS / 4)
                 if should_stop():
-                    return None
+                    return False
             self._in_flight += 1
-        wait, at = self.rate.reserve()
-        return Slot(wait, at, self._give_back)
+        return True
 
-    def _give_back(self) -> None:
+    def give_place(self) -> None:
         with self._freed:
             self._in_flight -= 1
             self._freed.notify()
 
-    def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
-        self.width.observe(started=started, seconds=seconds, timed_out=timed_out)
-
-
-def _lua_now(arg: int) -> str:
-    """Lua setting ``now``: microseconds on Redis's clock, or ARGV[arg] when that is not empty (tests)."""
-    return f"""
-local now
-if ARGV[{arg}] ~= '' then
-  now = tonumber(ARGV[{arg}])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end"""
-
-
-# One Redis round trip takes a place and a send time. Times are microseconds on Redis's
-# clock (TIME), the one clock every worker shares; ARGV[5], when not empty, replaces it
-# (tests). Places are a sorted set of lease tokens scored by when each lease runs out;
-# the send time is a "next free slot" that only moves forward.
-#   KEYS: places (zset), next send time (string)
-#   ARGV: concurrency (0 = no limit), lease µs, interval µs (0 = no limit), token, now µs or ""
-#   -> {1, µs to wait, send time µs} or {0, µs until the first lease runs out, 0}
-_ACQUIRE = (
-    _lua_now(5)
-    + """
-local limit = tonumber(ARGV[1])
-if limit > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if redis.call('ZCARD', KEYS[1]) >= limit then
-    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-    return {0, tonumber(first[2]) - now, 0}
-  end
-end
-local slot = now
-local interval = tonumber(ARGV[3])
-if interval > 0 then
-  local free = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if free > slot then slot = free end
-  redis.call('SET', KEYS[2], string.format('%.0f', slot + interval),
-             'PX', math.floor((slot + interval - now) / 1000) + 1000)
-end
-if limit > 0 then
-  local expires = slot + tonumber(ARGV[2])
-  redis.call('ZADD', KEYS[1], string.format('%.0f', expires), ARGV[4])
-  local ttl = math.floor((expires - now) / 1000) + 1000
-  if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
-end
-return {1, slot - now, slot}
-"""
-)
-
-# Give a place back and wake one waiter (the wake list is capped: a stale wake-up
-# only costs a waiter one more look).
-#   KEYS: places, wake list; ARGV: token, concurrency
-_RELEASE = """
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], '1')
-  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
-  redis.call('PEXPIRE', KEYS[2], 60000)
-end
-return 1
-"""
-
-
-# Push the leases of the slots this worker still holds a lease further (never shorter).
-#   KEYS: places; ARGV: lease µs, now µs or "", then the tokens
-_RENEW = (
-    _lua_now(2)
-    + """
-local expires = now + tonumber(ARGV[1])
-local renewed = 0
-for i = 3, #ARGV do
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if score and tonumber(score) < expires then
-    redis.call('ZADD', KEYS[1], 'XX', string.format('%.0f', expires), ARGV[i])
-    renewed = renewed + 1
-  end
-end
-return renewed
-"""
-)
-
-# The slots this process holds in Redis, by SharedLimits: what renew_held_slots renews.
-_held: dict["SharedLimits", set[str]] = {}
-_held_lock = threading.Lock()
-
-
-def renew_held_slots() -> int:
-    """Renew the leases of every call slot this process holds (called with a run's heartbeat): a live
-    worker keeps its slots however long its calls take; a dead one stops renewing and loses them within
-    a lease. The number of slots renewed."""
-    with _held_lock:
-        held = [(limits, list(tokens)) for limits, tokens in _held.items() if tokens]
-    return sum(limits.renew(tokens) for limits, tokens in held)
-
-
-class SharedLimits:
-    """The limits of one judge across every process that shares a Redis server."""
-
-    def __init__(
-        self,
-        *,
-        client: Any,
-        key: str,
-        concurrency: int,
-        per_minute: float,
-        lease_seconds: float,
-        fallback: Limits | None = None,
-        clock: Callable[[], float] | None = None,
-    ):
-        """``client`` is a redis-py client; ``key`` names the judge (it is a Redis hash tag, so one
-        judge's keys stay on one cluster node); ``clock`` replaces Redis's clock (tests)."""
-        import redis
-
-        self._errors = redis.RedisError
-        self.concurrency = concurrency
-        self.per_minute = per_minute
-        self._client = client
-        self._keys = [f"{{{key}}}:places", f"{{{key}}}:next", f"{{{key}}}:wake"]
-        self._interval_us = round(60e6 / per_minute) if per_minute and per_minute > 0 else 0
-        self._lease_us = round(lease_seconds * 1e6)
-        self._acquire = client.register_script(_ACQUIRE)
-        self._release = client.register_script(_RELEASE)
-        self._renew = client.register_script(_RENEW)
-        self._fallback = fallback or LocalLimits(concurrency=concurrency, per_minute=per_minute)
-        # This process's view of how many places the judge has now (adaptive or fixed): the same as its
-        # per-process fallback's, so a fall back to it keeps what was learned.
-        self.width = getattr(self._fallback, "width", None) or AdaptiveWidth(
-            ceiling=concurrency, timeout=0.0, fixed=True
-        )
-        self._clock = clock
-        self._warned = False
-
-    def hold(self, *, should_stop: Callable[[], bool] = _never) -> Slot | None:
-        if self.concurrency <= 0 and not self._interval_us:
-            return Slot()
-        token = uuid.uuid4().hex
-        while True:
-            now = "" if self._clock is None else str(round(self._clock() * 1e6))
-            try:
-                got, micros, at = self._acquire(
-                    keys=self._keys[:2],
-                    args=[
-                        self.width.limit if self.concurrency > 0 else 0,
-                        self._lease_us,
-                        self._interval_us,
-                        token,
-                        now,
-                    ],
-                )
-            except self._errors as exc:
-                return self._degrade(exc, should_stop)
-            if got:
-                if self.concurrency <= 0:
-                    return Slot(micros / 1e6, at / 1e6)
-                with _held_lock:
-                    _held.setdefault(self, set()).add(token)
-                return Slot(micros / 1e6, at / 1e6, partial(self._give_back, token))
-            if should_stop():
-                return None
-            # Full: sleep until a holder gives a place back (it pushes a wake-up) or the
-            # first lease runs out, whichever is sooner.
-            pause = min(max(micros / 1e6, 0.001), POLL_SECONDS)
-            try:
-                self._client.blpop([self._keys[2]], timeout=pause)
-            except self._errors:
-                time.sleep(pause)
+    @property
+    def over_width(self) -> bool:
+        """More places are taken than the width allows now (it was cut): the next one given back stays free."""
+        return self._in_flight > self.width.limit
 
     def observe(self, *, started: float, seconds: float, timed_out: bool) -> None:
         self.width.observe(started=started, seconds=seconds, timed_out=timed_out)
 
-    def renew(self, tokens: list[str]) -> int:
-        """Push the leases of ``tokens`` (slots this process holds) a lease further; how many were renewed."""
-        now = "" if self._clock is None else str(round(self._clock() * 1e6))
-        try:
-            return int(self._renew(keys=[self._keys[0]], args=[self._lease_us, now, *tokens]))
-        except self._errors as exc:  # they run out on their own; the call goes on
-            logger.warning("could not renew %d call slots (%s)", len(tokens), exc)
-            return 0
-
-    def _give_back(self, token: str) -> None:
-        with _held_lock:
-            tokens = _held.get(self)
-            if tokens is not None:
-                tokens.discard(token)
-                if not tokens:
-                    del _held[self]
-        try:
-            self._release(keys=[self._keys[0], self._keys[2]], args=[token, self.concurrency])
-        except self._errors as exc:  # the lease runs out on its own
-            logger.warning("could not give back a call slot (%s): it is freed when its lease runs out", exc)
-
-    def _degrade(self, exc: Exception, should_stop: Callable[[], bool]) -> Slot | None:
-        if not self._warned:
-            self._warned = True
-            logger.warning("call limits in Redis unavailable (%s): limiting per worker process", exc)
-        return self._fallback.hold(should_stop=should_stop)
+    def close(self) -> None:
+        pass
 
 
 _local: dict[str, LocalLimits] = {}
@@ -381,6 +205,8 @@ def call_limits(
         return local
     # Late: the limiter itself loads without Django's models (processes in tests/judging/test_limits_shared.py).
     from annotation.jobs import lease_seconds
+
+    from .shared_limits import SharedLimits
 
     return SharedLimits(
         client=cache._cache.get_client(write=True),

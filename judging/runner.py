@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from annotation.jobs import lease_seconds
 
-from .limits import renew_held_slots
 from .models import ACTIVE_RUN_STATES, RunStatus, UnitStatus
+from .shared_limits import renew_held_slots
 from .webhooks import run_ended
 
 logger = logging.getLogger(__name__)
@@ -47,6 +47,8 @@ HEARTBEAT_SECONDS = min(2.0, LEASE_SECONDS / 3)
 PREPARED_PER_SLOT = 3
 # Longest the loop lets finished calls gather before recording them, while the pool has enough prepared.
 GATHER_SECONDS = 0.1
+# How often a loop with nothing left but units other workers hold looks whether they are done.
+OTHERS_POLL_SECONDS = 0.2
 
 
 def worker_token() -> str:
@@ -333,10 +335,12 @@ def drive(
                     continue  # more to claim right away
                 if not wait_for_others:
                     break
-                # Only units leased by another (maybe dead) worker remain: wait for them.
+                # Only units leased by another (maybe dead) worker remain: wait for them. A live one (a share
+                # of the run, judging.services.runs) finishes them in a moment: look again soon, so the run
+                # ends then and not a heartbeat later.
                 soonest = left.aggregate(t=Min("claimed_until"))["t"]
                 pause = (soonest - timezone.now()).total_seconds() if soonest else 0.0
-                time.sleep(min(max(pause, 0.05), heartbeat))
+                time.sleep(min(max(pause, 0.05), heartbeat, OTHERS_POLL_SECONDS))
                 close_old_connections()
                 continue
             done, _ = wait(pending_calls, timeout=heartbeat, return_when=FIRST_COMPLETED)

@@ -15,7 +15,7 @@ from annotation.job_tasks import Held, JobKind, job_kind_register, job_task
 from .models import WebhookDelivery
 from .services import judging_job  # noqa: F401 - load the model client once per worker, not per run
 from .services.generation import GENERATION_RUNS, generation_run_drive
-from .services.runs import JUDGE_RUNS, run_drive
+from .services.runs import JUDGE_RUN_SHARES, JUDGE_RUNS, run_drive
 from .services.tournaments import TOURNAMENTS, tournament_play
 from .webhooks import deliver, deliveries_recover, delivery_fail, delivery_release
 
@@ -42,6 +42,12 @@ RUN_OPTIONS = {
 @job_task(JUDGE_RUNS, **RUN_OPTIONS)
 def judge_run_task(job: Held) -> None:
     run_drive(job)
+
+
+@job_task(JUDGE_RUN_SHARES, **RUN_OPTIONS)
+def judge_run_share_task(job: Held) -> None:
+    """One more process of the worker on a wide run (``judging.services.runs.run_shares``)."""
+    run_drive(job, share=True)
 
 
 @job_task(GENERATION_RUNS, **RUN_OPTIONS)

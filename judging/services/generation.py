@@ -290,6 +290,8 @@ class GenerationJob:
     def close(self) -> None:
         for backend in self.backends.values():
             backend.close()
+        for limiter in self.limiters.values():
+            limiter.close()
 
     def prepare(self, unit: GenerationUnit) -> _Prepared | None:
         generator = self.generators[unit.generator_id]

@@ -125,6 +125,8 @@ class JudgeJob:
     def close(self) -> None:
         if self.backend is not None:
             self.backend.close()
+        if getattr(self, "limiter", None) is not None:
+            self.limiter.close()
 
     # -- the loop's thread ----------------------------------------------------
     def _candidates(self, assignment: Assignment) -> list[CandidateView]:

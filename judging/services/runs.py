@@ -9,6 +9,7 @@ The B/A order of trial t is assignment trial ``SWAPPED_TRIAL_OFFSET + t``.
 """
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable
 
@@ -20,7 +21,7 @@ from django.utils import timezone
 from annotation.allocation import UNIFORM
 from annotation.allocation.state import policy_problem
 from annotation.job_tasks import Held, JobKind, job_kind_register, job_run
-from annotation.jobs import job_drive
+from annotation.jobs import Claim, Recovered, job_drive
 from annotation.models import SWAPPED_TRIAL_OFFSET, Assignment, Item, Judgment, Study
 from annotation.plainsql import insert_select
 from annotation.services.assignment import assignment_for_judge
@@ -53,10 +54,31 @@ CANCEL_CHECK_SECONDS = 0.5
 PREPARE_IN_WORKER_ABOVE = 20_000
 
 
+#: A run with this many calls in flight is judged by every process of a prefork worker at once (``run_shares``):
+#: one process's interpreter spends more CPU time per judgment than 64 calls of 200 ms leave it.
+SHARE_FROM_CONCURRENCY = 48
+
+
 def _enqueue(run_id: int) -> None:
     from ..tasks import judge_run_task
 
     transaction.on_commit(lambda: judge_run_task.delay(run_id))
+
+
+def _enqueue_share(run_id: int) -> None:
+    from ..tasks import judge_run_share_task
+
+    transaction.on_commit(lambda: judge_run_share_task.delay(run_id))
+
+
+def run_shares(*, concurrency: int) -> int:
+    """Into how many shares a run with ``concurrency`` calls in flight splits: one per process of the worker
+    running it (``funnybone.celery`` says how many) once it is wide enough to keep one process's CPU busy."""
+    try:
+        processes = int(os.environ.get("FUNNYBONE_WORKER_PROCESSES", "1"))
+    except ValueError:
+        processes = 1
+    return max(1, processes) if concurrency >= SHARE_FROM_CONCURRENCY else 1
 
 
 def run_create(
@@ -262,6 +284,12 @@ def run_fail(*, run_id: int, error: str, secrets: tuple[str, ...] = ()) -> None:
         run_ended(JudgeRun, run_id)
 
 
+def _share_claim(pk: int, token: str) -> Claim | None:
+    """A share of a run another task drives: it works units while the run is active and leaves the run's
+    heartbeat to that task (whose death recovery notices and re-queues, as for any run)."""
+    return Claim(JudgeRun, pk, token) if JudgeRun.objects.filter(pk=pk, status=RunStatus.RUNNING).exists() else None
+
+
 JUDGE_RUNS = job_kind_register(
     JobKind(
         name="judge runs",
@@ -280,6 +308,22 @@ JUDGE_RUNS = job_kind_register(
 )
 
 
+# Registered with nothing of its own to recover: a run's recovery (JUDGE_RUNS) re-queues its one task, which
+# queues its shares again.
+JUDGE_RUN_SHARES = job_kind_register(
+    JobKind(
+        name="judge run shares",
+        model=JudgeRun,
+        what="The judge run",
+        claim=_share_claim,
+        fail=lambda pk, reason, token: run_fail(run_id=pk, error=reason),
+        recover=Recovered,
+        driven=True,
+        outcome=JUDGE_RUNS.outcome,
+    )
+)
+
+
 def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> DriveResult:
     """Work a run to the end (or until cancelled). Safe to call from several workers at once."""
     result = DriveResult()
@@ -292,8 +336,12 @@ def process_run(*, run_id: int, token: str | None = None, sleep=time.sleep) -> D
     return result
 
 
-def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveResult:
-    """Work a claimed judge run: make its units if the worker is to, then judge them until none is left."""
+def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep, *, share: bool = False) -> DriveResult:
+    """Work a claimed judge run: make its units if the worker is to, then judge them until none is left.
+
+    A wide run (``run_shares``) queues a share task (``share``) for each other process of the worker; each
+    share keeps its part of the judge's concurrency in flight and claims units as any driver does, under
+    its own lease, so none is judged twice and a share that dies leaves its units to the others."""
     from .judging_job import JudgeJob
 
     run_id = held.pk
@@ -304,6 +352,13 @@ def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveR
     except (ApiKeyUnavailable, OutboundRefused, ValidationError) as exc:
         run_fail(run_id=run_id, error=str(exc))
         return DriveResult()
+    shares = run_shares(concurrency=job.concurrency)
+    if shares > 1:
+        # The judge's limits hold the concurrency across the shares (judging.limits); this sizes each pool.
+        job.concurrency = max(1, job.concurrency // shares)
+        if not share:
+            for _ in range(shares - 1):
+                _enqueue_share(run_id)
     last_check = [0.0, False]
 
     def is_cancelled() -> bool:
@@ -318,10 +373,11 @@ def run_drive(held: Held, sleep: Callable[[float], None] = time.sleep) -> DriveR
     try:
         result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
         # An adaptive run: once a wave is judged, the policy names the items that need more trials.
-        while not result.cancelled and run_next_wave(run):
+        while not share and not result.cancelled and run_next_wave(run):
             result = drive(job, run_id=run_id, is_cancelled=is_cancelled, token=held.token)
     finally:
         job.close()
-    if not result.cancelled:
+    # The run's own task ends it (a share that ended it could beat the next wave of an adaptive run).
+    if not share and not result.cancelled:
         end_run_if_finished(JudgeRun, JudgeUnit, run_id)
     return result

@@ -11,7 +11,8 @@ import uuid
 
 import pytest
 
-from judging.limits import LocalLimits, SharedLimits, call_limits, renew_held_slots
+from judging.limits import LocalLimits, call_limits
+from judging.shared_limits import SharedLimits, renew_held_slots
 
 
 @pytest.fixture
@@ -49,6 +50,24 @@ class FakeClock:
 
 def try_hold(limits):
     return limits.hold(should_stop=lambda: True)
+
+
+def hold_within(limits, *, seconds):
+    give_up = time.monotonic() + seconds  # a bail-out, not a measurement
+    return limits.hold(should_stop=lambda: time.monotonic() > give_up)
+
+
+class CountingScripts:
+    """Counts the Redis round trips a SharedLimits makes to take a place."""
+
+    def __init__(self, limits):
+        self.takes = 0
+        self._acquire = limits._acquire
+        limits._acquire = self
+
+    def __call__(self, **kwargs):
+        self.takes += 1
+        return self._acquire(**kwargs)
 
 
 class TestTheSharedSlotArithmetic:
@@ -89,8 +108,8 @@ class TestTheSharedConcurrency:
         held = [one.hold(), two.hold()]
         assert try_hold(one) is None
         assert try_hold(two) is None
-        held[1].release()
-        assert try_hold(one) is not None
+        held[1].release()  # kept a moment for two's next call, then free for anyone
+        assert hold_within(one, seconds=5) is not None
 
     def test_a_crashed_holders_slot_is_reclaimed_when_its_lease_runs_out(self, redis_client, judge_key):
         clock = FakeClock()
@@ -122,11 +141,13 @@ class TestTheSharedConcurrency:
             assert renew_held_slots() >= 1
             assert try_hold(other) is None
         slot.release()
+        holder.close()
         assert try_hold(other) is not None
 
     def test_a_slot_given_back_is_no_longer_renewed(self, redis_client, judge_key):
         limits = shared(redis_client, judge_key, concurrency=1, clock=FakeClock())
         limits.hold().release()
+        limits.close()
         assert limits.renew([]) == 0
         assert renew_held_slots() == 0
 
@@ -165,6 +186,105 @@ class TestTheSharedConcurrency:
         give_up = time.monotonic() + 30  # a bail-out, not a measurement: the lease is 1 s
         slot = limits.hold(should_stop=lambda: time.monotonic() > give_up)
         assert slot is not None
+
+
+class TestAPlaceHandedToTheNextCall:
+    def test_the_next_call_of_the_process_takes_it_with_no_round_trip(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2)
+        counted = CountingScripts(limits)
+        for _ in range(5):
+            limits.hold().release()
+        assert counted.takes == 1
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 1
+        limits.close()
+
+    def test_with_a_rate_limit_it_is_given_back_in_the_trip_that_takes_the_next(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2, per_minute=6000, clock=FakeClock())
+        counted = CountingScripts(limits)
+        waits = []
+        for _ in range(3):
+            slot = limits.hold()
+            waits.append(slot.wait)
+            slot.release()
+        assert counted.takes == 3
+        assert waits == [0.0, 0.01, 0.02]  # still spaced by the rate limit
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 1
+        limits.close()
+
+    def test_a_place_whose_lease_is_half_gone_is_taken_anew(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2, lease_seconds=0.06)
+        counted = CountingScripts(limits)
+        limits.hold().release()
+        time.sleep(0.04)  # no heartbeat renewed it
+        limits.hold().release()
+        assert counted.takes == 2
+        assert redis_client.zcard(f"{{{judge_key}}}:places") <= 1
+        limits.close()
+
+    def test_a_place_no_call_takes_goes_back_to_redis(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2)
+        limits.hold().release()
+        give_up = time.monotonic() + 5
+        while redis_client.zcard(f"{{{judge_key}}}:places") and time.monotonic() < give_up:
+            time.sleep(0.01)
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 0
+        assert renew_held_slots() == 0
+
+    def test_closing_gives_back_at_once(self, redis_client, judge_key):
+        limits = shared(redis_client, judge_key, concurrency=2)
+        limits.hold().release()
+        limits.close()
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 0
+
+    def test_tokens_are_unique_across_limits_of_one_judge(self, redis_client, judge_key):
+        one = shared(redis_client, judge_key, concurrency=4)
+        two = shared(redis_client, judge_key, concurrency=4)
+        for limits in (one, two, one, two):
+            limits.hold()
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 4
+
+
+class TestAnAdaptiveWidthIsPerProcess:
+    def adaptive(self, client, key, *, concurrency):
+        from judging.concurrency import AdaptiveWidth
+
+        local = LocalLimits(
+            concurrency=concurrency,
+            per_minute=0,
+            width=AdaptiveWidth(ceiling=concurrency, timeout=30.0),
+        )
+        return SharedLimits(
+            client=client, key=key, concurrency=concurrency, per_minute=0, lease_seconds=30, fallback=local
+        )
+
+    def test_a_process_starting_at_one_place_gets_one_while_another_holds_several(self, redis_client, judge_key):
+        busy = self.adaptive(redis_client, judge_key, concurrency=8)
+        busy.width.observe(started=0.0, seconds=0.2, timed_out=False)  # slow start: up to the ceiling
+        held = [busy.hold() for _ in range(5)]
+        starting = self.adaptive(redis_client, judge_key, concurrency=8)
+        assert starting.width.limit == 1
+        assert try_hold(starting) is not None  # it waited for the Redis total to drop below 1
+        assert try_hold(starting) is None  # its own width: one call in flight
+        assert len(held) == 5
+
+    def test_the_judges_concurrency_still_holds_across_processes(self, redis_client, judge_key):
+        one = self.adaptive(redis_client, judge_key, concurrency=3)
+        two = self.adaptive(redis_client, judge_key, concurrency=3)
+        for limits in (one, two):
+            limits.width.observe(started=0.0, seconds=0.2, timed_out=False)
+        held = [one.hold(), one.hold(), two.hold()]
+        assert try_hold(two) is None
+        assert try_hold(one) is None
+        assert all(held)
+
+    def test_a_cut_width_lets_a_given_back_place_go(self, redis_client, judge_key):
+        limits = self.adaptive(redis_client, judge_key, concurrency=4)
+        limits.width.observe(started=0.0, seconds=0.2, timed_out=False)
+        held = [limits.hold() for _ in range(4)]
+        limits.width.observe(started=0.0, seconds=0.2, timed_out=True)  # 4 -> 2
+        held[0].release()
+        assert try_hold(limits) is None  # three in flight, width two: the place stayed free
+        assert redis_client.zcard(f"{{{judge_key}}}:places") == 3
 
 
 def hold_and_wait(url, key, holding):
