@@ -358,6 +358,7 @@ register_builder_section(
                 "allocation_k",
                 "allocation_delta",
                 "allocation_target_width",
+                "allocation_min_worth",
                 "allocation_passive_share",
                 "allocation_budget",
             ),

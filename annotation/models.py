@@ -158,6 +158,7 @@ class Study(models.Model):
     allocation_k = models.PositiveIntegerField("top k", default=10, db_default=10)
     allocation_delta = models.FloatField("allocation confidence δ", default=0.05, db_default=0.05)
     allocation_target_width = models.FloatField("target interval width", default=0.5, db_default=0.5)
+    allocation_min_worth = models.FloatField("worth threshold", default=0.005, db_default=0.005)
     allocation_passive_share = models.FloatField("passive share", default=0.1, db_default=0.1)
     allocation_budget = models.PositiveIntegerField("allocation budget", null=True, blank=True)
     inputs_revision = models.PositiveBigIntegerField(

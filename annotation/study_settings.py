@@ -227,6 +227,16 @@ SETTINGS: tuple[StudySetting, ...] = (
         range_message="Must be at least 0.01 points of the scale.",
     ),
     StudySetting(
+        "allocation_min_worth",
+        "number",
+        "precision: an item also needs one more answer to be worth less than this before it stops: how much "
+        "that answer would narrow the standard error of its mean, as a share of the scale's range (0.005 is "
+        "0.01 points on a 0–2 scale). Higher stops sooner and spends less; lower spends more for smaller errors.",
+        minimum=0.0001,
+        below=1,
+        range_message="Must be a share of the scale's range from 0.0001 up to (not including) 1, e.g. 0.005.",
+    ),
+    StudySetting(
         "allocation_passive_share",
         "number",
         "Adaptive policies: the share of judgments handed out uniformly, an unbiased sample beside the policy's.",
@@ -332,6 +342,7 @@ KEPT_WHEN_LEFT_OUT = (
     "allocation_k",
     "allocation_delta",
     "allocation_target_width",
+    "allocation_min_worth",
     "allocation_passive_share",
     "qualification_mode",
 )

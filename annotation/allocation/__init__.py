@@ -36,8 +36,8 @@ class Params:
     """A study's allocation settings, rewards normalised to [0, 1] (``target`` is a half-width there).
 
     ``worth``: ``precision`` retires an item only once one more answer would narrow the standard error
-    of its mean by less than this (``bounds.narrowing``) — not a study setting yet, but logged with
-    every decision so the replay uses the value the decision did.
+    of its mean by less than this (``bounds.narrowing``); the study's ``allocation_min_worth``, logged
+    with every decision so the replay uses the value the decision did.
     """
 
     k: int = 10

@@ -75,6 +75,7 @@ def study_params(study: Study) -> Params:
         k=study.allocation_k,
         delta=study.allocation_delta,
         target=study.allocation_target_width / span / 2.0,
+        worth=study.allocation_min_worth,
         passive_share=study.allocation_passive_share,
         budget=study.allocation_budget,
     )

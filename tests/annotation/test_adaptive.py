@@ -190,6 +190,28 @@ def test_precision_retires_an_agreed_item_but_not_a_disputed_one_that_agreed_at_
     assert_guarantees(study)
 
 
+def test_precision_worth_threshold_is_the_study_setting_the_rule_and_its_log_use(researcher):
+    """The same crowd as above with ``allocation_min_worth`` set above what any answer is worth: the rule
+    then retires on the interval alone, so every item stops at its third agreeing answer, disputed or not,
+    and the log records the study's threshold, which the replay uses."""
+    study = precision_study(researcher, n_items=8, quota_per_item=20)
+    study.allocation_min_worth = 0.5
+    study.allocation_passive_share = 0.0
+    study.save(update_fields=["allocation_min_worth", "allocation_passive_share"])
+    agreed = {f"item-{i}" for i in range(4)}
+
+    def rating(item, n):
+        return 1 if item in agreed or n <= 3 else 2 * (n % 2)
+
+    crowd(study, by_answer_number(rating), raters=10, per_rater=6)
+    counts = answers_per_item(study)
+    assert set(counts.values()) == {3}, counts
+    assert allocation_summary(study=study)["retired"] == 8
+    logged = {row.state["params"]["worth"] for row in AllocationLog.objects.filter(study=study, passive=False)}
+    assert logged == {0.5}
+    assert_guarantees(study)
+
+
 def test_active_pairs_compares_close_contestants_and_keeps_positions_random(researcher):
     strength = {"ann": 0.0, "bob": 0.2, "cy": 2.0, "dee": 2.2, "eve": 4.0}
     names = list(strength)
