@@ -2,7 +2,7 @@
 """Adaptive allocation against uniform allocation, in simulation with a fixed seed (issue 26's targets).
 
     .venv/bin/python bench/bench_adaptive.py [--seed 26] [--only top_k,precision,active_pairs]
-                                             [--answer-path 5000]
+                                             [--spreads 3,6] [--answer-path 5000]
 
 Every adaptive run calls the policies the server runs (``annotation.allocation``'s ``top_k`` and
 ``precision``, ``ratings.allocation``'s ``active_pairs``: their ``plan`` and the shared ``order``),
@@ -28,9 +28,10 @@ matters on the thin tail — the crowd-path tests check that guarantee.
   every item retires, once per threshold of ``WORTH_SWEEP`` (the target width left wide, so the
   threshold sets the stop), 3 replications each; its judgments at the reference's error are
   interpolated along that sweep. The last column is the default threshold's run.
-- ``active_pairs``: 20 contestants, each pair one item, Bradley–Terry answers, on two fields: strengths
-  spread evenly over 0…3 (natural-log scale: neighbours win 54% of the time) and strengths drawn
-  N(0, 1) (seed 26; some neighbours nearly tied, some far apart). A round robin repeats every pair r
+- ``active_pairs``: 20 contestants, each pair one item, Bradley–Terry answers, on three fields: strengths
+  spread evenly over 0…3 (natural-log scale: neighbours win 54% of the time), strengths drawn N(0, 1)
+  (seed 26; some neighbours nearly tied, some far apart) and strengths spread evenly over 0…6
+  (neighbours win 58%; ``--spreads`` names the evenly spaced fields). A round robin repeats every pair r
   times; r is the fewest repeats whose mean τ over 20 replications reaches 0.95. Four allocations are
   then checked at every 5% of that round robin's comparisons: ``active_pairs`` (rounds of 20 raters,
   passive tenth included), uniformly random pairs, "true-order neighbours" (an oracle comparing the 19
@@ -54,8 +55,9 @@ import numpy as np  # noqa: E402
 #: Raters arriving at once: the policy's ranking is computed once per round.
 BATCH = 100
 PASSIVE_SHARE = 0.1
-#: active_pairs: the strongest contestant's strength (the weakest is 0), natural-log scale.
-SPREAD = 3.0
+#: active_pairs: the evenly spaced fields' strongest contestant's strength (the weakest is 0), natural-log
+#: scale. Over 20 contestants 3 gives neighbours that win 54% of the time, 6 gives 58%.
+SPREADS = (3.0, 6.0)
 
 
 def setup() -> None:
@@ -333,13 +335,13 @@ PRECISION_HEADER = (
 FRACTIONS = tuple(round(0.05 * i, 2) for i in range(1, 21))
 
 
-def active_pairs(seed: int, replications: int = 20) -> list[tuple]:
-    """Kendall τ against the true order of 20 contestants, on an evenly spaced and on an uneven field."""
+def active_pairs(seed: int, replications: int = 20, spreads: tuple[float, ...] = SPREADS) -> list[tuple]:
+    """Kendall τ against the true order of 20 contestants, on evenly spaced fields and on an uneven one."""
     rng = np.random.default_rng(seed)
-    fields = {
-        f"20 evenly spaced (0…{SPREAD:g})": np.linspace(0.0, SPREAD, 20),
-        "20 uneven (N(0, 1))": np.sort(rng.normal(0.0, 1.0, 20)),
-    }
+    uneven = np.sort(rng.normal(0.0, 1.0, 20))
+    fields = {f"20 evenly spaced (0…{spread:g})": np.linspace(0.0, spread, 20) for spread in spreads[:1]}
+    fields["20 uneven (N(0, 1))"] = uneven
+    fields.update({f"20 evenly spaced (0…{spread:g})": np.linspace(0.0, spread, 20) for spread in spreads[1:]})
     rows = []
     for number, (name, theta) in enumerate(fields.items()):
         rows += pairs_field(name, theta, [seed, number], replications)
@@ -541,9 +543,19 @@ def main() -> None:
         metavar="ITEMS",
         help="also time the answer path on uniform and top_k studies of this many items (DATABASE_URL, migrated)",
     )
+    parser.add_argument(
+        "--spreads",
+        default=",".join(f"{spread:g}" for spread in SPREADS),
+        help="active_pairs: the evenly spaced fields, each by its strongest contestant's strength (the weakest is 0)",
+    )
     args = parser.parse_args()
     setup()
-    runs = {"top_k": top_k, "precision": precision, "active_pairs": active_pairs}
+    spreads = tuple(float(spread) for spread in args.spreads.split(",") if spread)
+    runs = {
+        "top_k": top_k,
+        "precision": precision,
+        "active_pairs": lambda seed: active_pairs(seed, spreads=spreads),
+    }
     headers = {"precision": PRECISION_HEADER, "active_pairs": PAIRS_HEADER}
     if args.answer_path:
         runs["answer_path"] = lambda _seed: answer_path(args.answer_path)
