@@ -339,6 +339,8 @@ def active_pairs(seed: int, replications: int = 20, spreads: tuple[float, ...] =
     """Kendall τ against the true order of 20 contestants, on evenly spaced fields and on an uneven one."""
     rng = np.random.default_rng(seed)
     uneven = np.sort(rng.normal(0.0, 1.0, 20))
+    # Each field's answers come from a stream named by its place here, so the first evenly spaced field
+    # and the uneven one keep their places (and their figures) whatever other spreads are added after.
     fields = {f"20 evenly spaced (0…{spread:g})": np.linspace(0.0, spread, 20) for spread in spreads[:1]}
     fields["20 uneven (N(0, 1))"] = uneven
     fields.update({f"20 evenly spaced (0…{spread:g})": np.linspace(0.0, spread, 20) for spread in spreads[1:]})

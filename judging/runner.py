@@ -45,8 +45,9 @@ HEARTBEAT_SECONDS = min(2.0, LEASE_SECONDS / 3)
 
 # Units claimed per place in the pool: one being called, the rest prepared and waiting (see drive).
 PREPARED_PER_SLOT = 3
-# The run's first claim: this many units are prepared and sent before the rest are claimed, so the first
-# calls do not wait for a pool's worth to be prepared (192 units took 0.13 s at concurrency 64).
+# A claim while the pool is idle (nothing in flight, nothing prepared: a run's start, a new wave of an
+# adaptive run) takes this many units, which are sent before the rest are claimed and prepared, so the
+# first calls do not wait for a pool's worth to be prepared (192 units took 0.13 s at concurrency 64).
 FIRST_CLAIM = 8
 # Longest the loop lets finished calls gather before recording them, while the pool has enough prepared.
 GATHER_SECONDS = 0.1
@@ -266,7 +267,6 @@ def drive(
     # Set while less than a pool's worth waits prepared: this thread should claim now, not gather results.
     running_low = threading.Event()
     last_beat = time.monotonic()
-    opening = True  # nothing claimed by this loop yet
     with ThreadPoolExecutor(max_workers=job.concurrency, thread_name_prefix=f"run{run_id}") as pool:
 
         def fill_slots() -> None:
@@ -307,7 +307,7 @@ def drive(
                     room = PREPARED_PER_SLOT * job.concurrency - len(in_flight) - len(ready)
                     if ready and room < job.concurrency:
                         room = 0
-                first = opening and room > FIRST_CLAIM
+                    first = not in_flight and not ready and room > FIRST_CLAIM
                 if first:
                     room = FIRST_CLAIM
                 claimed = claim_units(
@@ -328,10 +328,8 @@ def drive(
                 with lock:
                     if len(ready) >= job.concurrency:
                         running_low.clear()
-                if claimed:
-                    opening = False
-                    if first:
-                        continue  # the first calls are on their way: claim and prepare the rest now
+                if first and claimed:
+                    continue  # the first calls are on their way: claim and prepare the rest now
             with lock:
                 idle = not in_flight
                 pending_calls = list(in_flight)

@@ -3,7 +3,7 @@
 A person's hand-out asks the policy once per item (``annotation.allocation.state``); a judge run asks it
 once per wave. The first wave asks every item one trial. Each later wave, made once the run has no
 unit left, reads the judge's answers on the run's items into per-item sums, ranks the items with the
-same ``plan`` the crowd path uses (the study's k, δ and target width), and gives the first ``WAVE``
+same ``plan`` the crowd path uses (the study's settings, ``study_params``), and gives the first ``WAVE``
 items still in contention that have fewer than the run's ``trials`` their next trial. The run ends
 when the policy retires every item or every item has had all its trials: a researcher spends API
 calls on the items whose answer is still in doubt.

@@ -43,6 +43,11 @@ BAD_VALUES = [
     ("completion_redirect_url", "not a url", "Must be a web address starting with http:// or https://."),
     ("completion_code", "C" * 5000, "Must be at most 64 characters (this has 5,000)."),
     ("min_seconds_per_item", -2, "Must be at least 0."),
+    (
+        "allocation_min_worth",
+        0,
+        "Must be a share of the scale's range from 0.0001 up to (not including) 1, e.g. 0.005.",
+    ),
 ]
 IDS = [name for name, _, _ in BAD_VALUES]
 

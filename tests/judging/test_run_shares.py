@@ -138,27 +138,3 @@ class TestARunAndItsShare:
         run.refresh_from_db()
         assert run.status == "done"
         assert ended_after < 1.0  # it looked again within a moment, not a heartbeat (2 s) later
-
-
-class TestTheFirstCallsLeaveBeforeAPoolsWorthIsPrepared:
-    def test_the_first_claim_is_a_few_units_and_the_rest_are_claimed_while_their_calls_are_out(
-        self, monkeypatch, make_study, make_llm_judge
-    ):
-        claims = []
-
-        def claim(*args, limit, **kwargs):
-            claimed = claim_units(*args, limit=limit, **kwargs)
-            answered = JudgeUnit.objects.filter(run_id=kwargs["run_id"], status="done").count()
-            claims.append((limit, len(claimed), answered))
-            return claimed
-
-        monkeypatch.setattr(runner, "claim_units", claim)
-        # Calls of a second: the rest are claimed long before the first answer comes back.
-        judge = make_llm_judge("slow:1000", concurrency=8, timeout_seconds=30)
-        run = run_create(study=make_study(n_items=24), judge=judge, enqueue=False)
-        process_run(run_id=run.pk)
-        run.refresh_from_db()
-        assert run.status == "done"
-        assert claims[0] == (runner.FIRST_CLAIM, runner.FIRST_CLAIM, 0)
-        assert claims[1] == (runner.PREPARED_PER_SLOT * 8 - runner.FIRST_CLAIM, 24 - runner.FIRST_CLAIM, 0)
-        assert JudgeUnit.objects.filter(run=run, status="done").count() == 24
