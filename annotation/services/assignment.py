@@ -57,8 +57,34 @@ FIRST_WALK_BATCH = 16
 FIRST_SHARED_WALK_BATCH = 128
 WALK_GROWTH = 4
 WALK_BATCH_CAP = 16_384
+# In a shared order the first lookup reaches this many steps past the last step this process saw taken
+# (``_shared_frontier``), rather than ``FIRST_SHARED_WALK_BATCH``: the steps before it are mostly full.
+SHARED_WALK_AHEAD = 32
 # Items with room (or with an expired lease) read at once once the walk is over.
 AFTER_WALK_BATCH = 200
+# Candidates offered to one ``take_free_place`` statement. The statement reads every id it is given
+# before it can tell which comes first, so a long run of candidates (a shared order's lookup returns
+# about a hundred) is offered a stretch at a time. Only requests in flight at this moment hold rows, so
+# the first stretch nearly always has one free; each stretch that has none is ``WALK_GROWTH`` times longer.
+FIRST_TAKE_STRETCH = 24
+
+
+# Where the shared walks of a study were last seen taking an item in this process: {(study id, walk
+# span): step}. A hint that sizes a rater's first lookup and decides nothing: the lookup still starts
+# at the rater's own step, and a lookup that finds nothing grows as any other. The last step taken, not
+# the furthest, so a hint that ran ahead of the items with room (places given back) follows them back.
+_shared_frontier: dict[tuple[int, int], int] = {}
+
+
+def _first_lookup(walk: ItemWalk, study: Study, start: int) -> int:
+    """How many steps a rater's first lookup reads: in a shared order, up to just past the steps the
+    other raters took since this rater's last item, as far as this process has seen them taken."""
+    if not walk.shared:
+        return FIRST_WALK_BATCH
+    frontier = _shared_frontier.get((study.pk, walk.span))
+    if frontier is None:
+        return FIRST_SHARED_WALK_BATCH
+    return min(max(frontier - start, 0) + SHARED_WALK_AHEAD, WALK_BATCH_CAP)
 
 
 @dataclass(frozen=True)
@@ -143,8 +169,9 @@ def _lease_first(
 
     Every path of the hand-out (the walk, behind the walk, a policy's
     candidates) takes its place here. A run of candidates with a free place
-    goes to ``take_free_place`` in one statement, which takes the first one
-    that no other transaction is taking and names those it passed over.
+    goes to ``take_free_place`` a stretch at a time (``FIRST_TAKE_STRETCH``,
+    growing), one statement per stretch, which takes the first one that no
+    other transaction is taking and names those it passed over.
     Candidates whose only room is an expired lease, a preview's (which takes
     no place) and every candidate on a database without row locks go one at a
     time, in their turn.
@@ -157,11 +184,15 @@ def _lease_first(
             end = at
             while end < len(candidates) and candidates[end][1]:
                 end += 1
-            item, held = take_free_place([item_id for item_id, _free in candidates[at:end]], study.quota_per_item)
-            passed_over.extend(held)
-            if item is not None:
-                return _create(study, rater, item, sequence, now, shown_at=shown_at)
-            at = end
+            stretch = FIRST_TAKE_STRETCH
+            while at < end:
+                offered = [item_id for item_id, _free in candidates[at : min(at + stretch, end)]]
+                item, held = take_free_place(offered, study.quota_per_item)
+                passed_over.extend(held)
+                if item is not None:
+                    return _create(study, rater, item, sequence, now, shown_at=shown_at)
+                at += len(offered)
+                stretch *= WALK_GROWTH
             continue
         found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
         if found is not None:
@@ -386,7 +417,7 @@ def _walk(
     walk = ItemWalk(study=study, rater_id=rater.pk, span=enrollment.walk_span)
     start = step = enrollment.walked
     found = None
-    size = FIRST_SHARED_WALK_BATCH if walk.shared else FIRST_WALK_BATCH
+    size = _first_lookup(walk, study, start)
     while found is None and step < walk.steps:
         batch = walk.positions(step, size)
         step = min(step + size, walk.steps)
@@ -398,6 +429,8 @@ def _walk(
         found = _lease_first(study, rater, [(row[0], row[2]) for row in rows], sequence, now, passed_over, shown_at)
         if found is not None:
             step = step_at[next(position for item_id, position, _free in rows if item_id == found.item_id)] + 1
+            if walk.shared:
+                _shared_frontier[(study.pk, walk.span)] = step
     if step != start:
         enrollment.walked = step
         update(Enrollment, enrollment.pk, walked=step)

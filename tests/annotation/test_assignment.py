@@ -205,8 +205,42 @@ class TestTheWalk:
             return met
 
         in_stretches = walk_through()
-        for name in ("FIRST_WALK_BATCH", "FIRST_SHARED_WALK_BATCH", "WALK_GROWTH"):
+        # The second walk's first lookups are sized by where the first walk last took an item.
+        assert hand_out._shared_frontier
+        for name in ("FIRST_WALK_BATCH", "FIRST_SHARED_WALK_BATCH", "SHARED_WALK_AHEAD", "WALK_GROWTH"):
             monkeypatch.setattr(hand_out, name, 1)
+        monkeypatch.setattr(hand_out, "_shared_frontier", {})
         step_by_step = walk_through()
         assert len(in_stretches) == 150
         assert in_stretches == step_by_step
+
+    @pytest.mark.parametrize("order", ["as_listed", "shared_random"])
+    def test_a_shared_walks_hint_sizes_the_first_lookup_and_skips_nothing(self, make_study, order, monkeypatch):
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from annotation.models import Item
+        from annotation.services import assignment as hand_out
+        from annotation.services.ordering import ItemWalk
+
+        study = make_study(n_items=600, quota_per_item=1, item_order=order)
+        walk = ItemWalk(study=study, rater_id=0, span=600)
+        stretch = walk.positions(0, walk.steps)  # (step, position), only the steps that land on an item
+        positions = [position for _step, position in stretch]
+        first = enroll_crowdworker(study=study, participant_id="first")
+        # Others took the first 300 items since; this process last saw the step after them taken.
+        Item.objects.filter(study=study, position__in=positions[:300]).update(places_taken=1)
+        after = stretch[299][0] + 1
+        monkeypatch.setattr(hand_out, "_shared_frontier", {(study.pk, 600): after})
+        with CaptureQueriesContext(connection) as captured:
+            nxt = next_assignment(enrollment=first)
+        lookups = [q["sql"] for q in captured.captured_queries if "i.position" in q["sql"]]
+        assert nxt.assignment.item.position == positions[300]
+        assert len(lookups) == 1, len(lookups)  # 128, 512 without the hint
+        assert hand_out._shared_frontier[(study.pk, 600)] == stretch[300][0] + 1
+        # The places of the first steps are given back (a withdrawal): the hint, far ahead, does not
+        # make the next rater pass them, and it follows them back.
+        Item.objects.filter(study=study, position__in=positions[:300]).update(places_taken=0)
+        second = enroll_crowdworker(study=study, participant_id="second")
+        assert next_assignment(enrollment=second).assignment.item.position == positions[0]
+        assert hand_out._shared_frontier[(study.pk, 600)] == stretch[0][0] + 1

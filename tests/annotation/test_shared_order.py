@@ -176,3 +176,38 @@ def test_an_adaptive_take_of_a_held_candidate_moves_on_in_one_statement(research
     assert len(takes) == 1, takes
     entry = AllocationLog.objects.get(assignment=nxt.assignment)
     assert entry.state["held"] == [best] and entry.state["tried"] == [best]
+
+
+def test_a_stretch_of_held_candidates_is_passed_over_and_the_next_stretch_offered(researcher, monkeypatch):
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.models import Item
+    from annotation.services import assignment as hand_out
+    from annotation.services.assignment import next_assignment
+    from annotation.services.enrollment import enroll_crowdworker
+    from tests.conftest import build_study
+
+    # Stretches of 2, then 8: the three first items held by other requests fill the first stretch and
+    # one place of the second.
+    monkeypatch.setattr(hand_out, "FIRST_TAKE_STRETCH", 2)
+    study = build_study(researcher, n_items=40, quota_per_item=1, item_order="as_listed")
+    items = list(study.items.order_by("position"))
+    rater = enroll_crowdworker(study=study, participant_id="rater")
+
+    def ask():
+        with CaptureQueriesContext(connection) as captured:
+            nxt = next_assignment(enrollment=rater)
+        return nxt, [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
+
+    asking = Interleave(ask)
+    with transaction.atomic():
+        list(Item.objects.select_for_update().filter(pk__in=[item.pk for item in items[:3]]))
+        asking.until_blocked_or_done()
+        assert not asking.thread.is_alive(), "the rater waited for items other requests hold"
+        transaction.set_rollback(True)
+    nxt, takes = asking.join()
+    assert nxt.assignment.item_id == items[3].pk
+    assert len(takes) == 2, takes
+    assert Item.objects.get(pk=items[3].pk).places_taken == 1
+    assert all(Item.objects.get(pk=item.pk).places_taken == 0 for item in items[:3])
