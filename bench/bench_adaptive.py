@@ -2,7 +2,8 @@
 """Adaptive allocation against uniform allocation, in simulation with a fixed seed (issue 26's targets).
 
     .venv/bin/python bench/bench_adaptive.py [--seed 26] [--only top_k,precision,active_pairs]
-                                             [--spreads 3,6] [--answer-path 5000]
+                                             [--spreads 3,6] [--uniform-answers 10,20,40]
+                                             [--answer-path 5000]
 
 Every adaptive run calls the policies the server runs (``annotation.allocation``'s ``top_k`` and
 ``precision``, ``ratings.allocation``'s ``active_pairs``: their ``plan`` and the shared ``order``),
@@ -27,7 +28,9 @@ matters on the thin tail — the crowd-path tests check that guarantee.
   convex hulls), one answer each first. ``precision`` (quota cap 40, passive tenth included) runs until
   every item retires, once per threshold of ``WORTH_SWEEP`` (the target width left wide, so the
   threshold sets the stop), 3 replications each; its judgments at the reference's error are
-  interpolated along that sweep. The last column is the default threshold's run.
+  interpolated along that sweep. The last column is the default threshold's run. ``--uniform-answers
+  10,20,40`` repeats the sets against uniform designs with more answers per item (the cap 4 times
+  that, the sweep reaching lower thresholds).
 - ``active_pairs``: 20 contestants, each pair one item, Bradley–Terry answers, on three fields: strengths
   spread evenly over 0…3 (natural-log scale: neighbours win 54% of the time), strengths drawn N(0, 1)
   (seed 26; some neighbours nearly tied, some far apart) and strengths spread evenly over 0…6
@@ -168,8 +171,13 @@ def top_k(seed: int) -> list[tuple]:
 
 #: precision: items per set, uniform's answers per item (the reference), the most any item may get.
 PRECISION_ITEMS, UNIFORM_ANSWERS, QUOTA = 1000, 10, 40
+# The quota cap is this many times uniform's answers per item (40 for 10).
+CAP_PER_UNIFORM = QUOTA // UNIFORM_ANSWERS
 #: precision: the thresholds swept (worth of one more answer, [0, 1] scale), from cheap to thorough.
 WORTH_SWEEP = (0.03, 0.02, 0.014, 0.01, 0.007, 0.005, 0.0035, 0.0025, 0.0018, 0.0013)
+# Lower thresholds, swept too where uniform gives more than 10 answers per item: a split item's answer
+# is worth less than 0.0013 only after about 33 answers.
+DEEPER_SWEEP = (0.0009, 0.0006, 0.0004, 0.00028, 0.0002)
 
 
 def precision_sets(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -256,7 +264,7 @@ def _hull(curve: np.ndarray) -> list[int]:
     return hull
 
 
-def precision_run(probs: np.ndarray, worth: float, rng: np.random.Generator) -> tuple[int, float]:
+def precision_run(probs: np.ndarray, worth: float, rng: np.random.Generator, cap: int = QUOTA) -> tuple[int, float]:
     """``precision`` (with its passive tenth) until every item retires or is full: (judgments, MAE on 0–2)."""
     from annotation.allocation import Params, get_policy
 
@@ -266,11 +274,11 @@ def precision_run(probs: np.ndarray, worth: float, rng: np.random.Generator) -> 
         cum = probs[items].cumsum(axis=1)
         return (r.random(len(items))[:, None] > cum).sum(axis=1) / 2.0
 
-    crowd = Crowd(len(probs), answer, rng, cap=QUOTA)
+    crowd = Crowd(len(probs), answer, rng, cap=cap)
     # The target width is left wide (2 points of 0–2) so that the threshold alone sets how far it goes.
     policy, params = get_policy("precision"), Params(delta=0.05, target=0.5, worth=worth, passive_share=PASSIVE_SHARE)
     round_no = 0
-    while crowd.spent < len(probs) * QUOTA:
+    while crowd.spent < len(probs) * cap:
         plan = crowd.round(policy, params, BATCH, round_no)
         round_no += 1
         if plan is None or not (plan.priority != -np.inf).any():
@@ -289,26 +297,28 @@ def at_equal_error(points: list[tuple[float, float]], goal: float) -> float | No
     return None
 
 
-def precision(seed: int, replications: int = 3) -> list[tuple]:
+def precision(seed: int, replications: int = 3, each: int = UNIFORM_ANSWERS) -> list[tuple]:
+    """The four sets against uniform with ``each`` answers per item (the quota cap ``CAP_PER_UNIFORM``
+    times that). The sets and the default's streams are the same whatever ``each`` is."""
     rng = np.random.default_rng(seed)
     rows = []
-    uniform = PRECISION_ITEMS * UNIFORM_ANSWERS
+    uniform, cap = PRECISION_ITEMS * each, CAP_PER_UNIFORM * each
+    sweep = WORTH_SWEEP if each <= UNIFORM_ANSWERS else WORTH_SWEEP + DEEPER_SWEEP
     for number, (name, probs) in enumerate(precision_sets(rng).items()):
-        errors = expected_errors(probs, QUOTA)
-        goal = float(errors[:, UNIFORM_ANSWERS].mean())
+        errors = expected_errors(probs, cap)
+        goal = float(errors[:, each].mean())
         oracle = oracle_needs(errors, goal)
         curve = []
-        for step, worth in enumerate(WORTH_SWEEP):
+        for step, worth in enumerate(sweep):
             # A stream of its own per run, so a run's answers do not depend on what ran before it.
-            runs = [
-                precision_run(probs, worth, np.random.default_rng([seed, number, step, r])) for r in range(replications)
-            ]
+            stream = [seed, number, step] if each == UNIFORM_ANSWERS else [seed, number, step, each]
+            runs = [precision_run(probs, worth, np.random.default_rng([*stream, r]), cap) for r in range(replications)]
             curve.append((float(np.mean([r[0] for r in runs])), float(np.mean([r[1] for r in runs]))))
         needed = at_equal_error(curve, goal)
         default = curve[WORTH_SWEEP.index(0.005)]
         rows.append(
             (
-                name,
+                name if each == UNIFORM_ANSWERS else f"{name}; uniform {each} each, cap {cap}",
                 f"{uniform:,} (MAE {goal:.3f})",
                 f"{oracle:,} ({oracle / uniform:.0%})" if oracle > 0 else "not within the quota",
                 f"{needed:,.0f} ({needed / uniform:.0%})" if needed else "not within the sweep",
@@ -321,7 +331,7 @@ def precision(seed: int, replications: int = 3) -> list[tuple]:
 
 PRECISION_HEADER = (
     "set (1,000 items, 0–2 scale)",
-    "uniform, 10 each (expected MAE)",
+    "uniform (expected MAE)",
     "oracle at that MAE",
     "precision at that MAE",
     "precision at worth 0.005 (default)",
@@ -550,12 +560,19 @@ def main() -> None:
         default=",".join(f"{spread:g}" for spread in SPREADS),
         help="active_pairs: the evenly spaced fields, each by its strongest contestant's strength (the weakest is 0)",
     )
+    parser.add_argument(
+        "--uniform-answers",
+        default=str(UNIFORM_ANSWERS),
+        help="precision: uniform's answers per item, one table row per set for each (comma-separated)",
+    )
     args = parser.parse_args()
     setup()
     spreads = tuple(float(spread) for spread in args.spreads.split(",") if spread)
     runs = {
         "top_k": top_k,
-        "precision": precision,
+        "precision": lambda seed: [
+            row for each in args.uniform_answers.split(",") if each for row in precision(seed, each=int(each))
+        ],
         "active_pairs": lambda seed: active_pairs(seed, spreads=spreads),
     }
     headers = {"precision": PRECISION_HEADER, "active_pairs": PAIRS_HEADER}

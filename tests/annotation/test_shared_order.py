@@ -63,6 +63,18 @@ def _answer_items(study_id: int, participant: str, answers: int, start: threadin
         connection.close()
 
 
+def _ask_counting_takes(enrollment):
+    """The rater's next item, and the statements that took a place (or tried to) on the way."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.services.assignment import next_assignment
+
+    with CaptureQueriesContext(connection) as captured:
+        nxt = next_assignment(enrollment=enrollment)
+    return nxt, [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
+
+
 @pytest.mark.parametrize(("order", "quota"), [("as_listed", 1), ("shared_random", 2)])
 def test_raters_on_one_order_each_take_the_next_free_item(researcher, order, quota):
     from annotation.models import Assignment, Item
@@ -143,12 +155,10 @@ def test_an_item_being_taken_is_passed_over_and_found_again_when_that_request_gi
 
 
 def test_an_adaptive_take_of_a_held_candidate_moves_on_in_one_statement(researcher, monkeypatch):
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
+    from django.db import transaction
 
     from annotation.allocation import state as allocation_state
     from annotation.models import AllocationLog, Item
-    from annotation.services.assignment import next_assignment
     from annotation.services.enrollment import enroll_crowdworker
     from tests.conftest import build_study
 
@@ -159,12 +169,7 @@ def test_an_adaptive_take_of_a_held_candidate_moves_on_in_one_statement(research
     rater = enroll_crowdworker(study=study, participant_id="rater")
     best, second = allocation_state.choose(enrollment=rater, sequence=0).items[:2]
 
-    def ask():
-        with CaptureQueriesContext(connection) as captured:
-            nxt = next_assignment(enrollment=rater)
-        return nxt, [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
-
-    asking = Interleave(ask)
+    asking = Interleave(lambda: _ask_counting_takes(rater))
     with transaction.atomic():
         # Another request is taking the policy's best candidate right now.
         Item.objects.select_for_update().get(pk=best)
@@ -179,12 +184,10 @@ def test_an_adaptive_take_of_a_held_candidate_moves_on_in_one_statement(research
 
 
 def test_a_stretch_of_held_candidates_is_passed_over_and_the_next_stretch_offered(researcher, monkeypatch):
-    from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
+    from django.db import transaction
 
     from annotation.models import Item
     from annotation.services import assignment as hand_out
-    from annotation.services.assignment import next_assignment
     from annotation.services.enrollment import enroll_crowdworker
     from tests.conftest import build_study
 
@@ -195,12 +198,7 @@ def test_a_stretch_of_held_candidates_is_passed_over_and_the_next_stretch_offere
     items = list(study.items.order_by("position"))
     rater = enroll_crowdworker(study=study, participant_id="rater")
 
-    def ask():
-        with CaptureQueriesContext(connection) as captured:
-            nxt = next_assignment(enrollment=rater)
-        return nxt, [q["sql"] for q in captured.captured_queries if "SKIP LOCKED" in q["sql"]]
-
-    asking = Interleave(ask)
+    asking = Interleave(lambda: _ask_counting_takes(rater))
     with transaction.atomic():
         list(Item.objects.select_for_update().filter(pk__in=[item.pk for item in items[:3]]))
         asking.until_blocked_or_done()
