@@ -429,7 +429,7 @@ def _walk(
         found = _lease_first(study, rater, [(row[0], row[2]) for row in rows], sequence, now, passed_over, shown_at)
         if found is not None:
             step = step_at[next(position for item_id, position, _free in rows if item_id == found.item_id)] + 1
-            if walk.shared:
+            if walk.shared and rater_takes_place(rater):  # a preview takes no place: it says nothing of the others
                 _shared_frontier[(study.pk, walk.span)] = step
     if step != start:
         enrollment.walked = step
