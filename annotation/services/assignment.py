@@ -62,11 +62,6 @@ WALK_BATCH_CAP = 16_384
 SHARED_WALK_AHEAD = 32
 # Items with room (or with an expired lease) read at once once the walk is over.
 AFTER_WALK_BATCH = 200
-# Candidates offered to one ``take_free_place`` statement. The statement reads every id it is given
-# before it can tell which comes first, so a long run of candidates (a shared order's lookup returns
-# about a hundred) is offered a stretch at a time. Only requests in flight at this moment hold rows, so
-# the first stretch nearly always has one free; each stretch that has none is ``WALK_GROWTH`` times longer.
-FIRST_TAKE_STRETCH = 24
 
 
 # Where the shared walks of a study were last seen taking an item in this process: {(study id, walk
@@ -169,9 +164,8 @@ def _lease_first(
 
     Every path of the hand-out (the walk, behind the walk, a policy's
     candidates) takes its place here. A run of candidates with a free place
-    goes to ``take_free_place`` a stretch at a time (``FIRST_TAKE_STRETCH``,
-    growing), one statement per stretch, which takes the first one that no
-    other transaction is taking and names those it passed over.
+    goes to ``take_free_place``, which takes the first one that no other
+    transaction is taking and names those it passed over.
     Candidates whose only room is an expired lease, a preview's (which takes
     no place) and every candidate on a database without row locks go one at a
     time, in their turn.
@@ -184,15 +178,11 @@ def _lease_first(
             end = at
             while end < len(candidates) and candidates[end][1]:
                 end += 1
-            stretch = FIRST_TAKE_STRETCH
-            while at < end:
-                offered = [item_id for item_id, _free in candidates[at : min(at + stretch, end)]]
-                item, held = take_free_place(offered, study.quota_per_item)
-                passed_over.extend(held)
-                if item is not None:
-                    return _create(study, rater, item, sequence, now, shown_at=shown_at)
-                at += len(offered)
-                stretch *= WALK_GROWTH
+            item, held = take_free_place([item_id for item_id, _free in candidates[at:end]], study.quota_per_item)
+            passed_over.extend(held)
+            if item is not None:
+                return _create(study, rater, item, sequence, now, shown_at=shown_at)
+            at = end
             continue
         found, busy = _lease_if_room(study, rater, item_id, sequence, now, wait=False, shown_at=shown_at)
         if found is not None:

@@ -96,6 +96,11 @@ def places_add(assignments: list[Assignment]) -> None:
         Item.objects.filter(pk__in=item_ids).update(places_taken=F("places_taken") + n)
 
 
+# The ids offered to one statement of ``take_free_place``, and how much longer each next stretch is.
+FIRST_TAKE_STRETCH = 24
+TAKE_STRETCH_GROWTH = 4
+
+
 def skips_held_rows() -> bool:
     """Whether ``take_free_place`` can pass over rows other transactions hold: PostgreSQL's row locks
     with SKIP LOCKED. SQLite has no row locks; its writers take turns (``BEGIN IMMEDIATE``)."""
@@ -104,8 +109,9 @@ def skips_held_rows() -> bool:
 
 def take_free_place(item_ids: list[int], quota: int) -> tuple[Item | None, list[int]]:
     """Take a place in the first of these items (in the order given) that has room and that no other
-    transaction holds now, in one statement: (the item, locked, its place taken; the items before it that
-    had room but another transaction held). The one rule every path of the hand-out takes a place by.
+    transaction holds now, one statement per stretch of ids: (the item, locked, its place taken; the
+    items before it that had room but another transaction held). The one rule every path of the
+    hand-out takes a place by.
 
     Raters who share an order all want the same next item; each takes the first
     one nobody is taking at this moment rather than queue behind the one who is
@@ -117,9 +123,30 @@ def take_free_place(item_ids: list[int], quota: int) -> tuple[Item | None, list[
     room: a transaction still at work holds them, and may end without filling
     them. PostgreSQL only: elsewhere (SQLite, whose writers are serialised
     anyway) it always answers (None, []).
+
+    The statement reads every id it is given before it can tell which comes
+    first, so a long list (a shared order's lookup gives about a hundred) is
+    offered a stretch at a time: ``FIRST_TAKE_STRETCH`` ids, then
+    ``TAKE_STRETCH_GROWTH`` times as many for each stretch that had none free.
+    Only the requests in flight hold rows, so the first stretch nearly always
+    has one.
     """
     if not skips_held_rows() or not item_ids:
         return None, []
+    held: list[int] = []
+    at, stretch = 0, FIRST_TAKE_STRETCH
+    while at < len(item_ids):
+        item, passed = _take_first_free(item_ids[at : at + stretch], quota)
+        held += passed
+        if item is not None:
+            return item, held
+        at += stretch
+        stretch *= TAKE_STRETCH_GROWTH
+    return None, held
+
+
+def _take_first_free(item_ids: list[int], quota: int) -> tuple[Item | None, list[int]]:
+    """``take_free_place``'s one statement over one stretch of the ids."""
     items, i, taken = table(Item), shape(Item, "i"), shape(Item, "taken")
     # The ids' order is their ordinality in the array (a join, not array_position per row, which would
     # make a long list quadratic). The inner SELECT locks the first row nobody holds that has room;

@@ -187,13 +187,13 @@ def test_a_stretch_of_held_candidates_is_passed_over_and_the_next_stretch_offere
     from django.db import transaction
 
     from annotation.models import Item
-    from annotation.services import assignment as hand_out
+    from annotation.services import places
     from annotation.services.enrollment import enroll_crowdworker
     from tests.conftest import build_study
 
     # Stretches of 2, then 8: the three first items held by other requests fill the first stretch and
     # one place of the second.
-    monkeypatch.setattr(hand_out, "FIRST_TAKE_STRETCH", 2)
+    monkeypatch.setattr(places, "FIRST_TAKE_STRETCH", 2)
     study = build_study(researcher, n_items=40, quota_per_item=1, item_order="as_listed")
     items = list(study.items.order_by("position"))
     rater = enroll_crowdworker(study=study, participant_id="rater")
