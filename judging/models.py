@@ -314,6 +314,28 @@ class JudgeRun(Driven):
         return self.status in ACTIVE_RUN_STATES
 
 
+class JudgeWave(models.Model):
+    """One wave of an adaptive judge run (``services.adaptive_runs``): the items given their next trial, in
+    the order the policy ranked them, with what the decision was made from
+    (``annotation.allocation.state.decision_state``, the crowd's ``AllocationLog`` shape) so
+    ``adaptive_runs.replay_run`` reaches the same items in the same order. The first wave (one trial of
+    every item) decides nothing and is not logged."""
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="waves")
+    number = models.PositiveIntegerField(help_text="2 for the first adaptive wave (the first asks every item).")
+    policy = models.CharField(max_length=20)
+    items = models.JSONField(default=list, help_text="The item ids given a trial, best first.")
+    state = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="judge_wave_unique")]
+
+    def __str__(self) -> str:
+        return f"wave {self.number} of run {self.run_id}"
+
+
 class UnitOutcome(models.TextChoices):
     """What a run did with a unit, kept on the unit so a run reports only its own work."""
 

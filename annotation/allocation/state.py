@@ -205,31 +205,9 @@ class Choice:
         passive = passive or assignment.item_id not in self.items
         if not passive and self._plan is not None and self._arms is not None:
             upto = self.items[: self.items.index(assignment.item_id) + 1]
-            at = np.searchsorted(self._arms.ids, upto)
-            columns = self._plan.columns
-            logged = {name: columns[name][at] for name in columns}
-            state = {
-                "rule": self.policy.rule,
-                "context": self.policy.logged_context(self._plan.context, logged),
-                "params": {
-                    "k": self._params.k,
-                    "delta": self._params.delta,
-                    "target": self._params.target,
-                    "worth": self._params.worth,
-                },
-                "arms": [
-                    [
-                        int(self._arms.ids[i]),
-                        int(self._arms.n[i]),
-                        float(self._arms.total[i]),
-                        float(self._arms.total_sq[i]),
-                        {name: columns[name][i].item() for name in columns},
-                    ]
-                    for i in at
-                ],
-                "tried": sorted(upto[:-1]),
-                "held": sorted(set(held) & set(upto[:-1])),
-            }
+            state = decision_state(self.policy, self._plan, self._arms, self._params, upto)
+            state["tried"] = sorted(upto[:-1])
+            state["held"] = sorted(set(held) & set(upto[:-1]))
         insert(
             AllocationLog(
                 study=self.study,
@@ -241,6 +219,33 @@ class Choice:
                 state=state,
             )
         )
+
+
+def decision_state(policy: AllocationPolicy, plan: Plan, arms: Arms, params: Params, upto: list[int]) -> dict[str, Any]:
+    """What an adaptive decision was made from, as a log keeps it: the rule's version, what of the plan's
+    context its ``priorities`` reads, the study's settings, and the counts and columns of the items ranked
+    ``upto`` the one chosen (in that order). ``logged_order`` ranks them again from this alone.
+
+    The one shape of a logged decision: the crowd's (``Choice.record``, one item per row) and a judge run's
+    waves (``judging.services.adaptive_runs``, a wave's items per row)."""
+    at = np.searchsorted(arms.ids, upto)
+    columns = plan.columns
+    logged = {name: columns[name][at] for name in columns}
+    return {
+        "rule": policy.rule,
+        "context": policy.logged_context(plan.context, logged),
+        "params": {"k": params.k, "delta": params.delta, "target": params.target, "worth": params.worth},
+        "arms": [
+            [
+                int(arms.ids[i]),
+                int(arms.n[i]),
+                float(arms.total[i]),
+                float(arms.total_sq[i]),
+                {name: columns[name][i].item() for name in columns},
+            ]
+            for i in at
+        ],
+    }
 
 
 #: How long a process reuses a study's ranking (seconds). Within it every request ranks from the same
@@ -386,16 +391,22 @@ def _earlier_rule(policy_name: str) -> str:
     return f"not replayable: logged by an earlier version of the {policy_name} rule"
 
 
-def _replay_entry(entry: AllocationLog, study: Study) -> Replayed:
+class NotReplayable(Exception):
+    """A logged decision the policy's present rule cannot rank again; the message says why."""
+
+
+def logged_order(policy_name: str, state: dict[str, Any], *, seed: int, rater: int) -> list[int]:
+    """The logged items' ids in the order the policy ranks them from ``decision_state``'s record alone,
+    equal priorities in the rater's own order (``order``); retired items are left out.
+
+    Raises ``NotReplayable`` for an unknown policy, for a record from an earlier version of the rule (it
+    would be a false mismatch), or for one missing what the rule reads."""
     try:
-        policy = get_policy(entry.policy)
+        policy = get_policy(policy_name)
     except KeyError:
-        return Replayed(entry.pk, entry.item_id, None, f"not replayable: unknown policy {entry.policy!r}")
-    state = entry.state or {}
-    if state.get("rule", 1) != policy.rule:
-        # A row judged by a rule that did not write it would be a false mismatch, or a KeyError on what
-        # the earlier rule did not log.
-        return Replayed(entry.pk, entry.item_id, None, _earlier_rule(policy.name))
+        raise NotReplayable(f"not replayable: unknown policy {policy_name!r}") from None
+    if (state or {}).get("rule", 1) != policy.rule:
+        raise NotReplayable(_earlier_rule(policy.name))
     try:
         rows = state["arms"]
         ids = np.array([row[0] for row in rows], dtype=np.int64)
@@ -404,14 +415,20 @@ def _replay_entry(entry: AllocationLog, study: Study) -> Replayed:
         columns = {name: np.array([row[4][name] for row in rows]) for name in names}
         params = Params(**state["params"])
         priority = policy.priorities(n, total, total_sq, columns, state["context"], params)
-        tried = set(state["tried"])
     except (KeyError, IndexError, TypeError, ValueError):
-        return Replayed(entry.pk, entry.item_id, None, _earlier_rule(policy.name))
-    chosen = next(
-        (int(ids[i]) for i in order(priority, ids, seed=study.seed, rater=entry.rater_id) if ids[i] not in tried),
-        None,
-    )
-    return Replayed(entry.pk, entry.item_id, chosen)
+        raise NotReplayable(_earlier_rule(policy.name)) from None
+    return [int(ids[i]) for i in order(priority, ids, seed=seed, rater=rater)]
+
+
+def _replay_entry(entry: AllocationLog, study: Study) -> Replayed:
+    try:
+        ranked = logged_order(entry.policy, entry.state, seed=study.seed, rater=entry.rater_id)
+        tried = set(entry.state["tried"])
+    except NotReplayable as refused:
+        return Replayed(entry.pk, entry.item_id, None, str(refused))
+    except (KeyError, TypeError):
+        return Replayed(entry.pk, entry.item_id, None, _earlier_rule(entry.policy))
+    return Replayed(entry.pk, entry.item_id, next((item for item in ranked if item not in tried), None))
 
 
 def replay(*, study: Study) -> list[Replayed]:

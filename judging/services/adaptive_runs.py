@@ -7,6 +7,9 @@ same ``plan`` the crowd path uses (the study's settings, ``study_params``), and 
 items still in contention that have fewer than the run's ``trials`` their next trial. The run ends
 when the policy retires every item or every item has had all its trials: a researcher spends API
 calls on the items whose answer is still in doubt.
+
+Each wave is logged (``JudgeWave``) with what it was decided from, in the shape the crowd's allocation
+log uses (``decision_state``), and ``replay_run`` ranks every logged wave again from its record alone.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import numpy as np
 from django.db import transaction
 
 from annotation.allocation import UNIFORM, Arms, get_policy, order
-from annotation.allocation.state import study_params
+from annotation.allocation.state import NotReplayable, Replayed, decision_state, logged_order, study_params
 from annotation.models import SWAPPED_TRIAL_OFFSET, Judgment
 from annotation.task_types import get_task_type
 
-from ..models import JudgeRun, JudgeUnit
+from ..models import JudgeRun, JudgeUnit, JudgeWave
 from ..runner import unfinished
 
 #: Items given one more trial per wave: enough to keep a judge's concurrent calls busy.
@@ -64,10 +67,19 @@ def run_next_wave(run: JudgeRun) -> int:
                 arms.total[i] += reward
                 arms.total_sq[i] += reward * reward
         policy.add_columns(study, arms)
-        plan = policy.plan(arms, study_params(study))
+        params = study_params(study)
+        plan = policy.plan(arms, params)
         left = np.fromiter((trials[item_id] < run.trials for item_id in ids.tolist()), dtype=bool, count=len(ids))
         ranked = order(plan.priority, ids, seed=study.seed, rater=run.judge.rater_id, among=left, limit=WAVE)
         wanted = ids[ranked].tolist()
+        if wanted:
+            JudgeWave.objects.create(
+                run=run,
+                number=JudgeWave.objects.filter(run=run).count() + 2,
+                policy=policy.name,
+                items=wanted,
+                state={**decision_state(policy, plan, arms, params, wanted), "rater": run.judge.rater_id},
+            )
         orders = (False, True) if run.both_orders else (False,)
         made = JudgeUnit.objects.bulk_create(
             [
@@ -78,3 +90,23 @@ def run_next_wave(run: JudgeRun) -> int:
             ignore_conflicts=True,
         )
     return len(made)
+
+
+def replay_run(run: JudgeRun) -> list[Replayed]:
+    """Every logged wave of the run ranked again from its record alone: one ``Replayed`` per item the wave
+    gave a trial (``log_id`` the wave's id), the logged item against the one the rule puts at its place.
+    A wave logged by an earlier version of the policy's rule is reported as not replayable."""
+    seed = run.study.seed
+    results: list[Replayed] = []
+    for wave in JudgeWave.objects.filter(run=run).order_by("number"):
+        try:
+            if "rater" not in wave.state:
+                raise NotReplayable("not replayable: the wave's record does not say whose tie order it used")
+            ranked = logged_order(wave.policy, wave.state, seed=seed, rater=wave.state["rater"])
+        except NotReplayable as refused:
+            results += [Replayed(wave.pk, item, None, str(refused)) for item in wave.items]
+            continue
+        results += [
+            Replayed(wave.pk, item, ranked[at] if at < len(ranked) else None) for at, item in enumerate(wave.items)
+        ]
+    return results
