@@ -315,16 +315,16 @@ class JudgeRun(Driven):
 
 
 class JudgeWave(models.Model):
-    """One wave of an adaptive judge run (``services.adaptive_runs``): the items given their next trial, in
-    the order the policy ranked them, with what the decision was made from
-    (``annotation.allocation.state.decision_state``, the crowd's ``AllocationLog`` shape) so
-    ``adaptive_runs.replay_run`` reaches the same items in the same order. The first wave (one trial of
-    every item) decides nothing and is not logged."""
+    """One wave of an adaptive judge run (``services.adaptive_runs``): what the decision was made from
+    (``annotation.allocation.state.decision_state``, the crowd's ``AllocationLog`` shape), whose items are
+    listed in the order the wave gave them their next trial, best first, so ``adaptive_runs.replay_run``
+    can check that the rule ranks them the same way again. The tie order is the run's judge's
+    (``run.judge.rater``, fixed for a judge version). The first wave (one trial of every item) decides
+    nothing and is not logged."""
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="waves")
     number = models.PositiveIntegerField(help_text="2 for the first adaptive wave (the first asks every item).")
     policy = models.CharField(max_length=20)
-    items = models.JSONField(default=list, help_text="The item ids given a trial, best first.")
     state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -334,6 +334,11 @@ class JudgeWave(models.Model):
 
     def __str__(self) -> str:
         return f"wave {self.number} of run {self.run_id}"
+
+    @property
+    def items(self) -> list[int]:
+        """The item ids the wave gave a trial, best first: its logged rows' order."""
+        return [row[0] for row in self.state.get("arms", [])]
 
 
 class UnitOutcome(models.TextChoices):

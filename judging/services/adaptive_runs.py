@@ -77,8 +77,7 @@ def run_next_wave(run: JudgeRun) -> int:
                 run=run,
                 number=JudgeWave.objects.filter(run=run).count() + 2,
                 policy=policy.name,
-                items=wanted,
-                state={**decision_state(policy, plan, arms, params, wanted), "rater": run.judge.rater_id},
+                state=decision_state(policy, plan, arms, params, wanted),
             )
         orders = (False, True) if run.both_orders else (False,)
         made = JudgeUnit.objects.bulk_create(
@@ -93,16 +92,15 @@ def run_next_wave(run: JudgeRun) -> int:
 
 
 def replay_run(run: JudgeRun) -> list[Replayed]:
-    """Every logged wave of the run ranked again from its record alone: one ``Replayed`` per item the wave
-    gave a trial (``log_id`` the wave's id), the logged item against the one the rule puts at its place.
+    """Every logged wave of the run ranked again from its record alone (in the judge's tie order): one
+    ``Replayed`` per item the wave gave a trial (``log_id`` the wave's id), the item at each place of the
+    logged order against the one the rule puts there.
     A wave logged by an earlier version of the policy's rule is reported as not replayable."""
-    seed = run.study.seed
+    seed, rater = run.study.seed, run.judge.rater_id
     results: list[Replayed] = []
     for wave in JudgeWave.objects.filter(run=run).order_by("number"):
         try:
-            if "rater" not in wave.state:
-                raise NotReplayable("not replayable: the wave's record does not say whose tie order it used")
-            ranked = logged_order(wave.policy, wave.state, seed=seed, rater=wave.state["rater"])
+            ranked = logged_order(wave.policy, wave.state, seed=seed, rater=rater)
         except NotReplayable as refused:
             results += [Replayed(wave.pk, item, None, str(refused)) for item in wave.items]
             continue
