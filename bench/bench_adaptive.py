@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/bench_adaptive.py [--seed 26] [--only top_k,precision,active_pairs]
                                              [--spreads 3,6] [--uniform-answers 10,20,40]
-                                             [--answer-path 5000]
+                                             [--answer-path 5000] [--judge-waves 20000]
 
 Every adaptive run calls the policies the server runs (``annotation.allocation``'s ``top_k`` and
 ``precision``, ``ratings.allocation``'s ``active_pairs``: their ``plan`` and the shared ``order``),
@@ -543,6 +543,106 @@ def answer_path(items: int, answers: int = 400, per_rater: int = 20) -> list[tup
     ]
 
 
+def judge_waves(items: int, trials: int = 4, replayed: int = 5600) -> list[tuple]:
+    """What logging a judge run's waves costs and how long their replay takes, on PostgreSQL: a ``top_k``
+    run of the random baseline over an ordinal study of ``items`` items, worked to the end in this process
+    (``process_run``). The wave's decision (``run_next_wave``, its log included) is the reference for the
+    log's part (``decision_state`` and the ``JudgeWave`` insert); then ``replay_run`` over the run's own
+    waves, and over ``replayed`` waves (the run's rows copied until there are that many: a replay's cost per
+    wave does not depend on which wave it is), against the mean wave decision."""
+    import json
+    import secrets
+
+    from django.contrib.auth import get_user_model
+
+    from annotation.services.studies import ItemSpec, items_create, study_create
+    from judging.models import JudgeWave
+    from judging.services import adaptive_runs, runs
+    from judging.services.judges import judge_find_or_create
+
+    spent = {"wave": [], "state": [], "insert": []}
+
+    def timed(key, call):
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[key].append(time.perf_counter() - started)
+
+        return wrapper
+
+    owner = get_user_model().objects.create_user(f"bench-waves-{secrets.token_hex(4)}")
+    manager = JudgeWave.objects
+    patched = [
+        (runs, "run_next_wave", runs.run_next_wave),
+        (adaptive_runs, "decision_state", adaptive_runs.decision_state),
+        (manager, "create", manager.create),
+    ]
+    try:
+        runs.run_next_wave = timed("wave", runs.run_next_wave)
+        adaptive_runs.decision_state = timed("state", adaptive_runs.decision_state)
+        manager.create = timed("insert", manager.create)
+        study = study_create(
+            owner=owner,
+            name="bench judge waves",
+            task_type="ordinal",
+            config={"points": [0, 1, 2], "labels": ["unfunny", "somewhat funny", "funny"]},
+        )
+        items_create(study=study, items=[ItemSpec(external_id=f"i{i}", text=f"joke {i}") for i in range(items)])
+        judge, _ = judge_find_or_create(owner=owner, baseline="random")
+        run = runs.run_create(study=study, judge=judge, trials=trials, allocation_policy="top_k", enqueue=False)
+        started = time.perf_counter()
+        runs.process_run(run_id=run.pk)
+        whole = time.perf_counter() - started
+    finally:
+        for where, name, original in patched:
+            setattr(where, name, original)
+    waves = list(JudgeWave.objects.filter(run=run).order_by("number"))
+    size = np.mean([len(json.dumps(w.state)) for w in waves]) if waves else 0.0
+    started = time.perf_counter()
+    own = adaptive_runs.replay_run(run)
+    own_s = time.perf_counter() - started
+    copies = [
+        JudgeWave(
+            run=run, number=len(waves) + 2 + i, policy=waves[i % len(waves)].policy, state=waves[i % len(waves)].state
+        )
+        for i in range(max(replayed - len(waves), 0) if waves else 0)
+    ]
+    JudgeWave.objects.bulk_create(copies, batch_size=1000)
+    started = time.perf_counter()
+    many = adaptive_runs.replay_run(run)
+    many_s = time.perf_counter() - started
+    same = sum(r.same for r in many)
+    study.delete()
+    judge.rater.delete()  # the judge with it (its owner is protected while it exists)
+    owner.delete()
+    wave_ms = float(np.mean(spent["wave"]) * 1000)
+    log_ms = float((np.sum(spent["state"]) + np.sum(spent["insert"])) / max(len(spent["wave"]), 1) * 1000)
+    return [
+        (
+            "judge waves",
+            f"top_k, random baseline, {items:,} items, {trials} trials, {len(waves)} waves logged",
+            "(cost of the log)",
+            f"a wave's decision: mean {wave_ms:.1f} ms; the run {whole:.0f} s",
+            f"log per wave {log_ms:.2f} ms, {size / 1000:.1f} kB of JSON",
+            f"{log_ms / wave_ms:.1%}",
+            "–",
+            "decision_state + JudgeWave insert, per wave",
+        ),
+        (
+            "judge replay",
+            f"the run's {len(waves)} waves; then {len(many):,} items over {len(waves) + len(copies):,} waves",
+            "(cost of replay_run)",
+            f"mean wave decision {wave_ms:.1f} ms",
+            f"{own_s * 1000:.0f} ms; {many_s:.1f} s ({many_s / (len(waves) + len(copies)) * 1000:.2f} ms a wave)",
+            f"{many_s * 1000 / wave_ms:.0f} wave decisions",
+            "–",
+            f"the run's own: {sum(r.same for r in own):,} of {len(own):,} the same; all: {same:,} of {len(many):,}",
+        ),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=26)
@@ -564,6 +664,13 @@ def main() -> None:
         default=str(UNIFORM_ANSWERS),
         help="precision: uniform's answers per item, one table row per set for each (comma-separated)",
     )
+    parser.add_argument(
+        "--judge-waves",
+        type=int,
+        default=0,
+        metavar="ITEMS",
+        help="also time a top_k judge run's wave log and its replay over this many items (DATABASE_URL, migrated)",
+    )
     args = parser.parse_args()
     setup()
     spreads = tuple(float(spread) for spread in args.spreads.split(",") if spread)
@@ -578,6 +685,9 @@ def main() -> None:
     if args.answer_path:
         runs["answer_path"] = lambda _seed: answer_path(args.answer_path)
         args.only += ",answer_path"
+    if args.judge_waves:
+        runs["judge_waves"] = lambda _seed: judge_waves(args.judge_waves)
+        args.only += ",judge_waves"
     for name in filter(None, args.only.split(",")):
         header = headers.get(name, SUMMARY_HEADER)
         print(f"\n{name}\n\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
